@@ -114,10 +114,10 @@ type Slot[T comparable] struct {
 	mu        sync.Mutex
 	state     State
 	val       T
-	gen       uint64        // generation of val; 0 before the first
-	loop      uint64        // id of the current or last dial loop
-	lastErr   error         // last dial error of the current or last loop
-	failed    error         // permanent error that ended loop failedIn
+	gen       uint64 // generation of val; 0 before the first
+	loop      uint64 // id of the current or last dial loop
+	lastErr   error  // last dial error of the current or last loop
+	failed    error  // permanent error that ended loop failedIn
 	failedIn  uint64
 	changed   chan struct{} // closed and replaced on every change
 	everReady bool

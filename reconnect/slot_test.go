@@ -123,9 +123,11 @@ func TestDialRetriesOnTheBackOffSchedule(t *testing.T) {
 		d := &dialer{errs: []error{refused, refused, refused}}
 		var states []State
 		s := NewSlot(Config[*conn]{
-			Dial:       d.dial,
-			NewBackOff: func() backoff.BackOff { return backoff.NewExponentialBackOff(backoff.WithRandomizationFactor(0), backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMultiplier(2)) },
-			OnState:    func(_, to State) { states = append(states, to) },
+			Dial: d.dial,
+			NewBackOff: func() backoff.BackOff {
+				return backoff.NewExponentialBackOff(backoff.WithRandomizationFactor(0), backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMultiplier(2))
+			},
+			OnState: func(_, to State) { states = append(states, to) },
 		})
 		defer s.Close()
 		start := time.Now()
