@@ -6,7 +6,6 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/mark3labs/mcp-go v1.2.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.24.0
 )
 
 require (

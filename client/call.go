@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/resilientmcp/resilientmcp/reconnect"
+)
+
+// do is the one path every call takes: get a session, send, classify a
+// failure, and decide whether and where to send again.
+//
+// safe says whether the request may be sent again when an earlier attempt
+// may have run on the server.
+func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send func(context.Context, *session) error) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.stats.calls.Add(1)
+	c.stats.inFlight.Add(1)
+	defer c.stats.inFlight.Add(-1)
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
+
+	var pauses backoff.BackOff // made on the first retry that must wait
+	renegotiated := false
+	for attempt := 1; ; {
+		s, gen, err := c.slot.Get(ctx)
+		if err != nil {
+			return c.unavailable(method, err)
+		}
+		ex := &exchange{}
+		err = send(withExchange(ctx, ex), s)
+		if err == nil {
+			c.budget.Success()
+			return nil
+		}
+		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
+		log := c.log.With("method", method, "attempt", attempt, "class", v.class, "err", err)
+
+		var pause time.Duration
+		switch v.class {
+		case classCaller:
+			if c.closed.Load() {
+				return fmt.Errorf("%w: %w", ErrClosed, err)
+			}
+			return err
+		case classFatal:
+			return err
+		case classSessionExpired:
+			// Every goroutine that used generation gen sees this; the first
+			// starts the one re-initialization, the others wait for it.
+			if v.renegotiate {
+				if renegotiated {
+					return err
+				}
+				renegotiated = true
+			}
+			c.slot.Invalidate(gen, &lostError{kind: lossExpired, err: err})
+		case classNotSent:
+			if v.unreachable {
+				// Nothing reached the server. Hand the waiting to the
+				// reconnect loop, which tries on the backoff schedule for
+				// every caller at once; it does not count as an attempt.
+				log.Debug("server unreachable; waiting for reconnect")
+				c.slot.Invalidate(gen, &lostError{kind: lossUnreachable, err: err})
+				continue
+			}
+			c.budget.Failure()
+			if pauses == nil {
+				pauses = c.opts.newBackOff()
+			}
+			pause = max(v.retryAfter, pauses.NextBackOff())
+		case classOutcomeUnknown:
+			// A connection that died under a request usually died with its
+			// siblings (a server restart, a middlebox forgetting flows):
+			// drop the idle ones rather than meet them one failure at a time.
+			c.httpClient.CloseIdleConnections()
+			if !safe {
+				return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, method, err)
+			}
+			c.budget.Failure()
+			// The first retry goes at once: the usual cause is a pooled
+			// connection the server had closed, which the HTTP client has
+			// now dropped. A second failure in a row waits.
+			if pauses != nil {
+				pause = pauses.NextBackOff()
+			} else {
+				pauses = c.opts.newBackOff()
+			}
+		}
+
+		if attempt >= c.opts.maxAttempts {
+			return fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, attempt, err)
+		}
+		if v.class != classSessionExpired && !c.budget.AllowRetry() {
+			return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
+		}
+		attempt++
+		c.stats.retries.Add(1)
+		if v.class == classSessionExpired {
+			c.stats.replays.Add(1)
+		}
+		log.Info("retrying", "pause", pause)
+		if pause > 0 && pause != backoff.Stop {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return c.unavailable(method, &reconnect.WaitError{Ctx: ctx.Err(), Last: err})
+			}
+		}
+	}
+}
+
+// callContext bounds a call: by WithCallTimeout if ctx has no deadline, and
+// by Close.
+func (c *ResilientClient) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	cancelTimeout := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancelTimeout = context.WithTimeout(ctx, c.opts.callTimeout)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.lifetime, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		cancelTimeout()
+	}
+}
+
+// unavailable turns the reason no session could be had into the caller's
+// error.
+func (c *ResilientClient) unavailable(method string, err error) error {
+	var wait *reconnect.WaitError
+	switch {
+	case errors.Is(err, reconnect.ErrClosed), c.closed.Load():
+		return ErrClosed
+	case errors.As(err, &wait):
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, method, wait)
+	}
+	return err // the connect attempt failed with an error retrying cannot fix
+}

@@ -1,0 +1,120 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// wire builds an error the way mcp-go does for a transport failure:
+// sendRequest wraps what SendRequest returned in *transport.Error.
+func wire(err error) error { return transport.NewError(fmt.Errorf("failed to send request: %w", err)) }
+
+func netErr(op string, err error) error {
+	return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: &net.OpError{Op: op, Net: "tcp", Err: err}}
+}
+
+func TestClassifyCoversEveryFailure(t *testing.T) {
+	var syntaxErr *json.SyntaxError
+	_ = json.Unmarshal([]byte("<html>"), &struct{}{})
+	syntaxErr = &json.SyntaxError{}
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		retryAfter time.Duration
+		sessionEra bool
+		ctxDone    bool
+		want       class
+		check      func(verdict) bool
+	}{
+		{name: "caller: context ended", err: wire(os.ErrDeadlineExceeded), ctxDone: true, want: classCaller},
+		{name: "F11: 401", err: wire(&transport.AuthorizationRequiredError{}), status: 401, want: classFatal},
+		{name: "F11: OAuth required", err: wire(&transport.OAuthAuthorizationRequiredError{}), want: classFatal},
+		{name: "F11: 403", err: wire(errors.New("request failed with status 403: forbidden")), status: 403, want: classFatal},
+		{name: "F1: 404 in the session era", err: wire(transport.ErrSessionTerminated), status: 404, sessionEra: true, want: classSessionExpired},
+		{name: "F1: later call on the ended session", err: wire(transport.ErrSessionTerminated), sessionEra: true, want: classSessionExpired},
+		{name: "404 in the stateless era", err: wire(transport.ErrSessionTerminated), status: 404, want: classFatal},
+		{name: "F12: initialize answered 4xx", err: wire(transport.ErrLegacySSEServer), status: 405, want: classFatal},
+		{name: "F13: version rejected", err: mcp.UnsupportedProtocolVersionError{Version: "2026-07-28"}, status: 400, want: classSessionExpired,
+			check: func(v verdict) bool { return v.renegotiate }},
+		{name: "F10: 429 with Retry-After", err: wire(errors.New("request failed with status 429")), status: 429, retryAfter: 2 * time.Second, want: classNotSent,
+			check: func(v verdict) bool { return v.retryAfter == 2*time.Second && !v.unreachable }},
+		{name: "F10: 503", err: wire(errors.New("request failed with status 503")), status: 503, want: classNotSent},
+		{name: "F10: 502", err: wire(errors.New("request failed with status 502")), status: 502, want: classOutcomeUnknown},
+		{name: "F10: 504", err: wire(errors.New("request failed with status 504")), status: 504, want: classOutcomeUnknown},
+		{name: "F10: 500", err: wire(errors.New("request failed with status 500")), status: 500, want: classFatal},
+		{name: "JSON-RPC error from the server", err: mcp.ErrMethodNotFound, status: 200, want: classFatal},
+		{name: "F7: connection refused", err: wire(netErr("dial", syscall.ECONNREFUSED)), want: classNotSent,
+			check: func(v verdict) bool { return v.unreachable }},
+		{name: "F7: DNS failure", err: wire(&url.Error{Op: "Post", Err: &net.DNSError{Err: "no such host", Name: "mcp.invalid"}}), want: classNotSent,
+			check: func(v verdict) bool { return v.unreachable }},
+		{name: "F2/F3: EOF on a reused connection", err: wire(&url.Error{Op: "Post", Err: io.EOF}), want: classOutcomeUnknown},
+		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), want: classOutcomeUnknown},
+		{name: "F5: timeout", err: wire(netErr("read", os.ErrDeadlineExceeded)), want: classOutcomeUnknown},
+		{name: "stream broken mid-response", err: transport.NewError(fmt.Errorf("reading SSE: %w", io.ErrUnexpectedEOF)), status: 200, want: classOutcomeUnknown},
+		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, want: classFatal},
+		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, want: classFatal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := &exchange{status: tt.status, retryAfter: tt.retryAfter}
+			v := classify(tt.err, tt.sessionEra, ex, tt.ctxDone)
+			if v.class != tt.want {
+				t.Fatalf("classify(%v) = %v, want %v", tt.err, v.class, tt.want)
+			}
+			if tt.check != nil && !tt.check(v) {
+				t.Errorf("verdict %+v fails the row's check", v)
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"":                              0,
+		"3":                             3 * time.Second,
+		"-1":                            0,
+		"soon":                          0,
+		"Sat, 21 Nov 2026 12:00:05 GMT": 5 * time.Second,
+		"Sat, 21 Nov 2026 11:00:00 GMT": 0,
+	} {
+		if got := parseRetryAfter(in, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	for _, endpoint := range []string{"", "127.0.0.1:8080/mcp", "ftp://host/mcp", "http:///mcp", "http://[::1"} {
+		if c, err := New(endpoint); err == nil {
+			c.Close()
+			t.Errorf("New(%q) succeeded", endpoint)
+		}
+	}
+	for name, opt := range map[string]Option{
+		"negative keepalive": WithKeepAlive(-time.Second),
+		"zero attempts":      WithMaxAttempts(0),
+		"zero pool":          WithPoolSize(0),
+		"zero call timeout":  WithCallTimeout(0),
+		"nil backoff":        WithBackOff(nil),
+		"nil http client":    WithHTTPClient(nil),
+		"zero threshold":     WithKeepAliveFailureThreshold(0),
+	} {
+		if c, err := New("http://127.0.0.1:1/mcp", opt); err == nil {
+			c.Close()
+			t.Errorf("New with %s succeeded", name)
+		}
+	}
+}

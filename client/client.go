@@ -1,0 +1,172 @@
+// Package client is ResilientClient: a drop-in replacement for mcp-go's
+// streamable HTTP client that keeps working through server restarts, stale
+// sessions, dropped connections and outages. It is the one package that joins
+// the generic mechanisms (reconnect, and later health and pool) to mcp-go.
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/reconnect"
+)
+
+// ResilientClient is an MCP client over Streamable HTTP that re-initializes
+// stale sessions, reconnects with backoff, and never repeats a call that is
+// unsafe to repeat. It implements mcp-go's MCPClient.
+//
+// ResilientClient is safe for concurrent use by any number of goroutines.
+type ResilientClient struct {
+	endpoint         string
+	opts             options
+	httpClient       *http.Client
+	ownHTTPClient    bool
+	transportOptions []transport.StreamableHTTPCOption
+	log              *slog.Logger
+
+	lifetime  context.Context // ends at Close
+	stop      context.CancelFunc
+	closed    atomic.Bool
+	closeOnce sync.Once
+
+	slot    *reconnect.Slot[*session]
+	budget  *reconnect.Budget
+	initReq atomic.Pointer[mcp.InitializeRequest]
+
+	handlersMu sync.RWMutex
+	handlers   []func(mcp.JSONRPCNotification)
+
+	toolsMu sync.RWMutex
+	tools   map[string]mcp.Tool // from the last tools/list, for the replay decision
+
+	state    atomic.Int32 // State
+	notifier stateNotifier
+	stats    counters
+}
+
+var _ mcpclient.MCPClient = (*ResilientClient)(nil)
+
+// New returns a client for the MCP endpoint at endpoint, an absolute http or
+// https URL. It validates the endpoint and the options and does no I/O: the
+// first session is opened by Initialize, or by the first call.
+func New(endpoint string, opts ...Option) (*ResilientClient, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("resilientmcp: invalid endpoint %q: %w", endpoint, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("resilientmcp: invalid endpoint %q: want an absolute http or https URL with a host", endpoint)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
+	}
+
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget()}
+	base := o.httpClient
+	if base == nil {
+		base, c.ownHTTPClient = tunedHTTPClient(), true
+	}
+	next := base.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc := *base
+	hc.Transport = &tracker{next: next}
+	c.httpClient = &hc
+	c.transportOptions = []transport.StreamableHTTPCOption{
+		transport.WithHTTPBasicClient(c.httpClient),
+		transport.WithHTTPHeaders(o.headers),
+		transport.WithHTTPLogger(o.logger),
+	}
+	if o.headerFunc != nil {
+		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
+	}
+	c.lifetime, c.stop = context.WithCancel(context.Background())
+	c.notifier.handler = o.stateHandler
+	c.slot = reconnect.NewSlot(reconnect.Config[*session]{
+		Dial:       c.dial,
+		NewBackOff: o.newBackOff,
+		Release:    (*session).close,
+		OnState:    c.onSlotState,
+		OnDialError: func(err error, next time.Duration) {
+			c.log.Warn("connecting failed", "endpoint", endpoint, "err", err, "retry_in", next)
+		},
+	})
+	return c, nil
+}
+
+// initRequest is the request sessions are initialized with: the caller's
+// from Initialize, or one built from WithClientInfo.
+func (c *ResilientClient) initRequest() *mcp.InitializeRequest {
+	if r := c.initReq.Load(); r != nil {
+		return r
+	}
+	r := &mcp.InitializeRequest{}
+	r.Params.ClientInfo = c.opts.clientInfo
+	if c.initReq.CompareAndSwap(nil, r) {
+		return r
+	}
+	return c.initReq.Load()
+}
+
+// State reports the client's connectivity.
+func (c *ResilientClient) State() State { return State(c.state.Load()) }
+
+func (c *ResilientClient) onSlotState(_, to reconnect.State) {
+	next := fromSlotState(to)
+	if prev := State(c.state.Swap(int32(next))); prev != next {
+		c.log.Debug("state", "from", prev, "to", next)
+		c.notifier.notify(prev, next)
+	}
+}
+
+// Close ends the client: calls in flight return with ErrClosed, the reconnect
+// loop stops, the session is ended (DELETE in the session era, bounded to a
+// second), and Close returns once every goroutine the client started has
+// exited. Calls after Close return ErrClosed. Close is idempotent and always
+// returns nil.
+func (c *ResilientClient) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.stop()
+		c.slot.Close()
+		c.notifier.wait()
+		if c.ownHTTPClient {
+			c.httpClient.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+// OnNotification registers a handler for the server's notifications. It is
+// kept across re-initializations and receives the notifications of every
+// session. Handlers run on the session's reader: keep them fast.
+func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) {
+	c.handlersMu.Lock()
+	c.handlers = append(c.handlers, handler)
+	c.handlersMu.Unlock()
+}
+
+func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {
+	c.handlersMu.RLock()
+	defer c.handlersMu.RUnlock()
+	for _, h := range c.handlers {
+		h(n)
+	}
+}

@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// exchange records what the HTTP layer saw during one attempt of a call.
+// mcp-go reports a 502 or a 429 only as the string "request failed with
+// status N", so the status, and the Retry-After that goes with it, are taken
+// here, from a RoundTripper around the shared HTTP client.
+type exchange struct {
+	mu         sync.Mutex
+	status     int           // of the last response; 0 if none came
+	retryAfter time.Duration // from the last response's Retry-After
+	dialErr    error         // the first dial failure of this attempt
+}
+
+type exchangeKey struct{}
+
+func withExchange(ctx context.Context, ex *exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, ex)
+}
+
+func (ex *exchange) snapshot() (status int, retryAfter time.Duration) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.status, ex.retryAfter
+}
+
+// deleteTimeout bounds the DELETE that ends a session. mcp-go gives it five
+// seconds of its own context; a server that does not answer must not hold up
+// Close, or a replaced session's release, that long.
+const deleteTimeout = time.Second
+
+// tracker is the RoundTripper every session's HTTP client goes through.
+type tracker struct{ next http.RoundTripper }
+
+func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodDelete {
+		ctx, cancel := context.WithTimeout(req.Context(), deleteTimeout)
+		defer cancel()
+		return t.next.RoundTrip(req.WithContext(ctx))
+	}
+	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if ex == nil {
+		return t.next.RoundTrip(req)
+	}
+	ex.mu.Lock()
+	dialErr := ex.dialErr
+	ex.mu.Unlock()
+	if dialErr != nil {
+		// mcp-go follows a failed server/discover with initialize; when the
+		// first could not even connect, the second would only double the
+		// connection attempts a reconnect loop makes against a down server.
+		return nil, dialErr
+	}
+	resp, err := t.next.RoundTrip(req)
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if err != nil {
+		if isDialError(err) {
+			ex.dialErr = err
+		}
+		return nil, err
+	}
+	ex.status = resp.StatusCode
+	ex.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return resp, nil
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// wrapped transport.
+func (t *tracker) CloseIdleConnections() {
+	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// isDialError reports whether err means no connection could be made, so the
+// request was certainly not sent.
+func isDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP-date; 0 if absent or bad.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,178 @@
+package client
+
+import (
+	"context"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// call runs an mcp-go method through the one call path.
+func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, safe bool, fn func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
+	var out T
+	err := c.do(ctx, string(method), safe, func(ctx context.Context, s *session) error {
+		var err error
+		out, err = fn(ctx, s.mc)
+		return err
+	})
+	return out, err
+}
+
+// Initialize opens the client's session with req and returns the server's
+// answer. The request is remembered and used for every re-initialization. A
+// server that is down is waited for within ctx; an error no retry can fix
+// (401, not an MCP endpoint, no common protocol version) returns at once.
+//
+// Calling Initialize is optional: the first call initializes with a request
+// built from WithClientInfo.
+func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequest) (*mcp.InitializeResult, error) {
+	r := &req
+	c.initReq.Store(r)
+	if s, gen, ok := c.slot.Current(); ok && s.request != r {
+		c.slot.Invalidate(gen, &lostError{kind: lossRequested, err: errReinitializeRequested})
+	}
+	var res *mcp.InitializeResult
+	err := c.do(ctx, string(mcp.MethodInitialize), true, func(_ context.Context, s *session) error {
+		copied := *s.result
+		res = &copied
+		return nil
+	})
+	return res, err
+}
+
+// Ping checks that the server answers on the client's session: ping in the
+// session era, server/discover in the stateless era (where mcp-go's Ping sends
+// nothing).
+func (c *ResilientClient) Ping(ctx context.Context) error {
+	return c.do(ctx, string(mcp.MethodPing), true, func(ctx context.Context, s *session) error {
+		_, err := c.probe(ctx, s)
+		return err
+	})
+}
+
+func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
+		return mc.ListResourcesByPage(ctx, req)
+	})
+}
+
+func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
+		return mc.ListResources(ctx, req)
+	})
+}
+
+func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesTemplatesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
+		return mc.ListResourceTemplatesByPage(ctx, req)
+	})
+}
+
+func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesTemplatesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
+		return mc.ListResourceTemplates(ctx, req)
+	})
+}
+
+func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return call(ctx, c, mcp.MethodResourcesRead, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
+		return mc.ReadResource(ctx, req)
+	})
+}
+
+func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
+	return c.do(ctx, string(mcp.MethodResourcesSubscribe), true, func(ctx context.Context, s *session) error {
+		return s.mc.Subscribe(ctx, req)
+	})
+}
+
+func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
+	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), true, func(ctx context.Context, s *session) error {
+		return s.mc.Unsubscribe(ctx, req)
+	})
+}
+
+func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+	return call(ctx, c, mcp.MethodPromptsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
+		return mc.ListPromptsByPage(ctx, req)
+	})
+}
+
+func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+	return call(ctx, c, mcp.MethodPromptsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
+		return mc.ListPrompts(ctx, req)
+	})
+}
+
+func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return call(ctx, c, mcp.MethodPromptsGet, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
+		return mc.GetPrompt(ctx, req)
+	})
+}
+
+// ListToolsByPage lists one page of tools and remembers their annotations
+// for the replay decision.
+func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	res, err := call(ctx, c, mcp.MethodToolsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
+		return mc.ListToolsByPage(ctx, req)
+	})
+	if err == nil {
+		c.rememberTools(res.Tools, false)
+	}
+	return res, err
+}
+
+// ListTools lists every tool and remembers their annotations for the replay
+// decision.
+func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	res, err := call(ctx, c, mcp.MethodToolsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
+		return mc.ListTools(ctx, req)
+	})
+	if err == nil {
+		c.rememberTools(res.Tools, req.Params.Cursor == "")
+	}
+	return res, err
+}
+
+// CallTool calls a tool. If an attempt fails in a way that leaves unknown
+// whether the tool ran, it is sent again only if WithRetryToolCall says the
+// tool is safe to repeat; otherwise the error wraps ErrOutcomeUnknown.
+func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return call(ctx, c, mcp.MethodToolsCall, c.toolSafe(req.Params.Name), func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
+		return mc.CallTool(ctx, req)
+	})
+}
+
+func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
+	return c.do(ctx, string(mcp.MethodSetLogLevel), true, func(ctx context.Context, s *session) error {
+		return s.mc.SetLevel(ctx, req)
+	})
+}
+
+func (c *ResilientClient) Complete(ctx context.Context, req mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	return call(ctx, c, mcp.MethodCompletionComplete, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CompleteResult, error) {
+		return mc.Complete(ctx, req)
+	})
+}
+
+func (c *ResilientClient) rememberTools(tools []mcp.Tool, complete bool) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if complete || c.tools == nil {
+		c.tools = make(map[string]mcp.Tool, len(tools))
+	}
+	for _, t := range tools {
+		c.tools[t.Name] = t
+	}
+}
+
+// toolSafe decides whether a tools/call may be replayed.
+func (c *ResilientClient) toolSafe(name string) bool {
+	c.toolsMu.RLock()
+	t, ok := c.tools[name]
+	c.toolsMu.RUnlock()
+	if !ok {
+		t = mcp.Tool{Name: name}
+	}
+	return c.opts.retryToolCall(t)
+}

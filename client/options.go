@@ -1,0 +1,263 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/reconnect"
+)
+
+// An Option configures a ResilientClient. Options are applied in order by New.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	keepAlive        time.Duration
+	keepAliveTimeout time.Duration // 0: derived from keepAlive
+	failureThreshold int
+	newBackOff       func() backoff.BackOff
+	maxAttempts      int
+	callTimeout      time.Duration
+	poolSize         int
+	httpClient       *http.Client // nil: a tuned client of our own
+	headers          map[string]string
+	headerFunc       transport.HTTPHeaderFunc
+	clientInfo       mcp.Implementation
+	clientOptions    []mcpclient.ClientOption
+	retryToolCall    func(mcp.Tool) bool
+	stateHandler     func(from, to State)
+	logger           *slog.Logger
+	invalid          []error
+}
+
+func defaultOptions() options {
+	return options{
+		keepAlive:        30 * time.Second,
+		failureThreshold: 1,
+		newBackOff:       reconnect.DefaultBackOff,
+		maxAttempts:      3,
+		callTimeout:      2 * time.Minute,
+		poolSize:         1,
+		clientInfo:       mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()},
+		retryToolCall:    DefaultRetryToolCall,
+		logger:           slog.New(slog.DiscardHandler),
+	}
+}
+
+func (o *options) invalidf(format string, args ...any) {
+	o.invalid = append(o.invalid, fmt.Errorf(format, args...))
+}
+
+// WithKeepAlive probes a session that has been idle for interval, and probes
+// before use a session not heard from within interval. Default 30s; 0
+// disables probing.
+func WithKeepAlive(interval time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if interval < 0 {
+			o.invalidf("WithKeepAlive(%v): interval must not be negative", interval)
+		}
+		o.keepAlive = interval
+	})
+}
+
+// WithKeepAliveTimeout bounds one probe. Default: half the keepalive
+// interval, at most 10s.
+func WithKeepAliveTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.invalidf("WithKeepAliveTimeout(%v): timeout must be positive", d)
+		}
+		o.keepAliveTimeout = d
+	})
+}
+
+// WithKeepAliveFailureThreshold is how many probes in a row must fail before
+// the session is replaced. Default 1.
+func WithKeepAliveFailureThreshold(n int) Option {
+	return optionFunc(func(o *options) {
+		if n < 1 {
+			o.invalidf("WithKeepAliveFailureThreshold(%d): threshold must be at least 1", n)
+		}
+		o.failureThreshold = n
+	})
+}
+
+// WithBackOff sets the pause between reconnect attempts. newBackOff is called
+// for a fresh schedule each time a reconnect loop starts. Default: exponential
+// from 100ms, ×1.6, ±20% jitter, at most 10s apart, no maximum elapsed time
+// (the caller's context decides how long to wait).
+func WithBackOff(newBackOff func() backoff.BackOff) Option {
+	return optionFunc(func(o *options) {
+		if newBackOff == nil {
+			o.invalidf("WithBackOff(nil)")
+			return
+		}
+		o.newBackOff = newBackOff
+	})
+}
+
+// WithMaxAttempts is how many times one call may be sent, for failures that
+// are safe to retry. Waiting for an unreachable server to come back does not
+// count: nothing was sent. Default 3.
+func WithMaxAttempts(n int) Option {
+	return optionFunc(func(o *options) {
+		if n < 1 {
+			o.invalidf("WithMaxAttempts(%d): at least one attempt is needed", n)
+		}
+		o.maxAttempts = n
+	})
+}
+
+// WithCallTimeout is the deadline of a call whose context has none, so that
+// nothing hangs forever. Default 2m.
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.invalidf("WithCallTimeout(%v): timeout must be positive", d)
+		}
+		o.callTimeout = d
+	})
+}
+
+// WithPoolSize is the number of sessions kept to the endpoint. Default 1:
+// a session may hold server-side state (subscriptions, logging level,
+// per-session tools) that the caller relies on, and calls spread over several
+// sessions would not all see it. Use more only for servers whose sessions hold
+// no such state.
+func WithPoolSize(n int) Option {
+	return optionFunc(func(o *options) {
+		if n < 1 {
+			o.invalidf("WithPoolSize(%d): at least one session is needed", n)
+		}
+		o.poolSize = n
+	})
+}
+
+// WithHTTPClient sets the HTTP client every session shares. Default: a
+// client of our own whose idle connections are closed after 50s, below the
+// idle timeouts of common load balancers (AWS ALB 60s, nginx 75s), so that a
+// pooled connection is dropped by us before a middlebox drops it silently, and
+// which keeps up to 64 idle connections per host, enough for a pool's calls
+// in flight. The client's Transport is wrapped, never modified.
+func WithHTTPClient(c *http.Client) Option {
+	return optionFunc(func(o *options) {
+		if c == nil {
+			o.invalidf("WithHTTPClient(nil)")
+			return
+		}
+		o.httpClient = c
+	})
+}
+
+// WithHeaders adds headers to every request. Default none.
+func WithHeaders(headers map[string]string) Option {
+	return optionFunc(func(o *options) { o.headers = headers })
+}
+
+// WithHeaderFunc computes headers for each request, for instance a fresh
+// token. Default none.
+func WithHeaderFunc(f transport.HTTPHeaderFunc) Option {
+	return optionFunc(func(o *options) { o.headerFunc = f })
+}
+
+// WithClientInfo identifies the client in the request used to initialize
+// implicitly. Default: name "resilientmcp" and this module's version.
+func WithClientInfo(info mcp.Implementation) Option {
+	return optionFunc(func(o *options) { o.clientInfo = info })
+}
+
+// WithClientOptions passes mcp-go client options (sampling, roots and
+// elicitation handlers, protocol version) to every session. Default none.
+func WithClientOptions(opts ...mcpclient.ClientOption) Option {
+	return optionFunc(func(o *options) { o.clientOptions = append(o.clientOptions, opts...) })
+}
+
+// WithRetryToolCall decides which tools may be sent again when it is unknown
+// whether an earlier attempt ran. The tool is the one from the server's last
+// tools/list, or a Tool with only a Name if the tool was never listed.
+// Default: DefaultRetryToolCall.
+func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
+	return optionFunc(func(o *options) {
+		if safe == nil {
+			o.invalidf("WithRetryToolCall(nil)")
+			return
+		}
+		o.retryToolCall = safe
+	})
+}
+
+// DefaultRetryToolCall allows a tool to be replayed when its annotations say
+// it is read-only or idempotent. A tool never listed has no annotations and
+// is never replayed.
+func DefaultRetryToolCall(tool mcp.Tool) bool {
+	a := tool.Annotations
+	return a.ReadOnlyHint != nil && *a.ReadOnlyHint || a.IdempotentHint != nil && *a.IdempotentHint
+}
+
+// WithStateHandler is told of every connectivity transition of the client,
+// in order, on a goroutine of the client's (it may call the client). Default
+// none.
+func WithStateHandler(f func(from, to State)) Option {
+	return optionFunc(func(o *options) { o.stateHandler = f })
+}
+
+// WithLogger receives structured logs of every reconnect and retry. Default:
+// discarded.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l == nil {
+			o.invalidf("WithLogger(nil)")
+			return
+		}
+		o.logger = l
+	})
+}
+
+func (o *options) validate() error { return errors.Join(o.invalid...) }
+
+// probeTimeout is how long one keepalive probe may take.
+func (o *options) probeTimeout() time.Duration {
+	if o.keepAliveTimeout > 0 {
+		return o.keepAliveTimeout
+	}
+	if o.keepAlive == 0 {
+		return 10 * time.Second
+	}
+	return min(o.keepAlive/2, 10*time.Second)
+}
+
+func moduleVersion() string {
+	const path = "github.com/resilientmcp/resilientmcp"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == path && bi.Main.Version != "" {
+			return bi.Main.Version
+		}
+		for _, dep := range bi.Deps {
+			if dep.Path == path {
+				return dep.Version
+			}
+		}
+	}
+	return "(devel)"
+}
+
+// tunedHTTPClient is the default shared HTTP client; see WithHTTPClient.
+func tunedHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.IdleConnTimeout = 50 * time.Second
+	t.MaxIdleConnsPerHost = 64
+	t.MaxIdleConns = 256
+	return &http.Client{Transport: t}
+}

@@ -1,0 +1,165 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// session is one generation: an mcp-go client and its transport, initialized
+// once. It is never initialized again: mcp-go's Initialize races with calls
+// other goroutines make on the same client, so a new generation is a new
+// session and the old one is closed.
+type session struct {
+	mc         *mcpclient.Client
+	sessionEra bool // negotiated a revision up to 2025-11-25: Mcp-Session-Id, ping
+	version    string
+	result     *mcp.InitializeResult
+	request    *mcp.InitializeRequest // the request it was opened with
+}
+
+func (s *session) close() { _ = s.mc.Close() }
+
+// lossKind is why a session was taken out of service.
+type lossKind int
+
+const (
+	lossExpired     lossKind = iota // the server forgot it or changed protocol version: open a new one
+	lossUnreachable                 // no connection could be made: the session may be fine, ask it once the server answers
+	lossRequested                   // the caller initialized again with another request
+)
+
+// lostError is the cause a session was taken out of service with; the dial
+// that replaces it reads the kind.
+type lostError struct {
+	kind lossKind
+	err  error
+}
+
+func (e *lostError) Error() string { return e.err.Error() }
+func (e *lostError) Unwrap() error { return e.err }
+
+var errReinitializeRequested = errors.New("initialize called with a new request")
+
+// connectTimeout bounds one attempt to open a session, so that a server that
+// accepts connections and never answers cannot stall a reconnect loop. It is
+// gRPC's minimum connect timeout.
+const connectTimeout = 20 * time.Second
+
+// dial is the reconnect loop's DialFunc: it puts prev back in service if only
+// the network failed and the session survived, else opens a new session.
+func (c *ResilientClient) dial(ctx context.Context, prev *session, cause error) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	var lost *lostError
+	errors.As(cause, &lost)
+	if prev != nil && lost != nil && lost.kind == lossUnreachable {
+		v, err := c.probe(ctx, prev)
+		switch {
+		case err == nil:
+			c.log.Info("server reachable again; session kept", "version", prev.version)
+			return prev, nil
+		case v.class == classFatal:
+			return nil, backoff.Permanent(err)
+		case v.class != classSessionExpired:
+			return nil, err
+		}
+		lost = &lostError{kind: lossExpired, err: err}
+	}
+	s, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && lost != nil && lost.kind == lossExpired {
+		c.stats.reinitializations.Add(1)
+		c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
+	}
+	return s, nil
+}
+
+// probe asks the server whether the session is alive: ping in the session
+// era; server/discover in the stateless one, where ping no longer exists (and
+// mcp-go's Ping sends nothing).
+func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error) {
+	ex := &exchange{}
+	pctx := withExchange(ctx, ex)
+	var err error
+	if s.sessionEra {
+		err = s.mc.Ping(pctx)
+	} else {
+		_, err = s.mc.Discover(pctx, mcp.DiscoverRequest{})
+	}
+	if err == nil {
+		return verdict{}, nil
+	}
+	return classify(err, s.sessionEra, ex, ctx.Err() != nil), err
+}
+
+// open opens and initializes a session, deciding the protocol era afresh: a
+// restarted server may have been upgraded or rolled back.
+func (c *ResilientClient) open(ctx context.Context) (*session, error) {
+	req := c.initRequest()
+	s, err := c.openWith(ctx, req, nil)
+	if err != nil || s.sessionEra {
+		return s, err
+	}
+	// mcp-go takes any answer to server/discover as proof of the stateless
+	// era. An older server that answers unknown methods with an empty result
+	// would then never see initialize; ask again, and believe the era only if
+	// the server lists the version.
+	res, err := s.mc.Discover(withExchange(ctx, &exchange{}), mcp.DiscoverRequest{})
+	if err == nil && slices.Contains(res.SupportedVersions, s.version) {
+		return s, nil
+	}
+	s.close()
+	if err != nil && errors.As(err, new(*transport.Error)) {
+		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
+	}
+	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
+	return c.openWith(ctx, req, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+}
+
+func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption) (*session, error) {
+	ex := &exchange{}
+	ctx = withExchange(ctx, ex)
+	tr, err := transport.NewStreamableHTTP(c.endpoint, c.transportOptions...)
+	if err != nil {
+		return nil, backoff.Permanent(err)
+	}
+	opts := c.opts.clientOptions
+	if extra != nil {
+		opts = append(slices.Clip(opts), extra)
+	}
+	mc := mcpclient.NewClient(tr, opts...)
+	if err := mc.Start(c.lifetime); err != nil {
+		return nil, err
+	}
+	mc.OnNotification(c.dispatchNotification)
+	res, err := mc.Initialize(ctx, *req)
+	if err != nil {
+		_ = mc.Close()
+		err = fmt.Errorf("initialize: %w", err)
+		// Initialize is safe to repeat, so only an error no retry can fix
+		// ends the loop: a 401, a non-MCP endpoint, a version we do not speak
+		// (mcp-go already negotiated, so this is the one re-negotiation).
+		if v := classify(err, false, ex, ctx.Err() != nil); v.class == classFatal || v.renegotiate {
+			return nil, backoff.Permanent(err)
+		}
+		return nil, err
+	}
+	version := mc.ProtocolVersion()
+	return &session{
+		mc:         mc,
+		sessionEra: !mcp.IsModernProtocol(version),
+		version:    version,
+		result:     res,
+		request:    req,
+	}, nil
+}

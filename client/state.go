@@ -1,0 +1,105 @@
+package client
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/resilientmcp/resilientmcp/reconnect"
+)
+
+// State is the connectivity of a ResilientClient, after grpc-go's
+// connectivity states.
+type State int
+
+const (
+	Idle         State = iota // no session yet, or the last attempt failed with an error retrying cannot fix
+	Connecting                // opening the first session
+	Ready                     // a session is serving calls
+	Degraded                  // a session failed a probe; calls still go to it while it is checked again
+	Reconnecting              // a session was lost; a new one is being opened with backoff
+	Closed                    // Close was called
+)
+
+func (s State) String() string {
+	switch s {
+	case Idle:
+		return "Idle"
+	case Connecting:
+		return "Connecting"
+	case Ready:
+		return "Ready"
+	case Degraded:
+		return "Degraded"
+	case Reconnecting:
+		return "Reconnecting"
+	case Closed:
+		return "Closed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+func fromSlotState(s reconnect.State) State {
+	switch s {
+	case reconnect.Connecting:
+		return Connecting
+	case reconnect.Ready:
+		return Ready
+	case reconnect.Reconnecting:
+		return Reconnecting
+	case reconnect.Closed:
+		return Closed
+	}
+	return Idle
+}
+
+// stateNotifier delivers transitions to the user's handler in order, on a
+// goroutine of its own, so that the handler may call the client and a slow
+// handler cannot stall a reconnect.
+type stateNotifier struct {
+	handler func(from, to State)
+
+	mu      sync.Mutex
+	queue   [][2]State
+	running bool
+	done    chan struct{} // closed when the running goroutine exits
+}
+
+func (n *stateNotifier) notify(from, to State) {
+	if n.handler == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.queue = append(n.queue, [2]State{from, to})
+	if !n.running {
+		n.running = true
+		n.done = make(chan struct{})
+		go n.drain(n.done)
+	}
+}
+
+func (n *stateNotifier) drain(done chan struct{}) {
+	defer close(done)
+	for {
+		n.mu.Lock()
+		if len(n.queue) == 0 {
+			n.running = false
+			n.mu.Unlock()
+			return
+		}
+		t := n.queue[0]
+		n.queue = n.queue[1:]
+		n.mu.Unlock()
+		n.handler(t[0], t[1])
+	}
+}
+
+// wait returns once every transition notified so far has been delivered.
+func (n *stateNotifier) wait() {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}

@@ -1,0 +1,29 @@
+// Package resilientmcp makes MCP clients survive the real world.
+//
+// Agents that talk to MCP servers over Streamable HTTP break in the same few
+// ways: a restarted server no longer knows the session and answers 404; an
+// idle connection is dropped by a load balancer and the next call fails; a
+// session goes bad under many goroutines; a reconnect loop without backoff
+// hammers a server that is coming back. The client package's ResilientClient
+// wraps mcp-go's streamable HTTP client and hides all of that: it
+// re-initializes stale sessions once for all goroutines and replays the call,
+// waits for an unreachable server with exponential backoff, and never sends a
+// call twice unless it is safe to repeat.
+//
+// Replace
+//
+//	c, _ := mcpclient.NewStreamableHttpClient(url)
+//	_ = c.Start(ctx)
+//	_, _ = c.Initialize(ctx, initReq)
+//
+// with
+//
+//	c, err := client.New(url, client.WithKeepAlive(30*time.Second))
+//	_, err = c.Initialize(ctx, initReq)
+//	res, err := c.CallTool(ctx, req)
+//	defer c.Close()
+//
+// The mechanisms live in packages of their own that know nothing of MCP or of
+// each other: reconnect (backoff, retry budget, one reconnect per
+// generation). Package client is the one place that joins them to mcp-go.
+package resilientmcp
