@@ -1,0 +1,255 @@
+package testserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// maxBody bounds how much of a POST body is peeked; test requests are tiny.
+const maxBody = 4 << 20
+
+// ServeHTTP is the HTTP layer in front of mcp-go: it counts, then applies
+// the configured endpoint personality and any injected fault.
+func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !inst.inflight.enter() {
+		// Only reachable for a request that raced with Stop.
+		http.Error(w, "stopping", http.StatusServiceUnavailable)
+		return
+	}
+	defer inst.inflight.leave()
+
+	s := inst.srv
+	s.counters.add(&s.counters.http, r.Method)
+	var msg rpcInfo
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		msg = peekRPC(body)
+		for _, m := range msg.methods {
+			s.counters.add(&s.counters.rpc, m)
+		}
+		// mcp-go reads the body itself, so hand it back intact.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+
+	cfg := inst.cfg
+	switch {
+	case cfg.NotMCP:
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html>hello</html>")
+		return
+	case cfg.RequireToken != "" && r.Header.Get("Authorization") != "Bearer "+cfg.RequireToken:
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	case cfg.DeclineGET && r.Method == http.MethodGet:
+		w.Header().Set("Allow", "POST, DELETE")
+		http.Error(w, "GET declined", http.StatusMethodNotAllowed)
+		return
+	}
+
+	if r.Method == http.MethodPost {
+		if f, ok := s.faults.take(msg.methods); ok {
+			if f.afterRun {
+				// The backend really executes; only its answer is lost,
+				// like a proxy failing after the upstream did the work.
+				inst.backend(&discardWriter{header: http.Header{}}, r)
+			}
+			if f.status == 0 {
+				dropConnection(w)
+				return
+			}
+			if f.retryAfter != "" {
+				w.Header().Set("Retry-After", f.retryAfter)
+			}
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(f.status)
+			_, _ = io.WriteString(w, "injected "+strconv.Itoa(f.status))
+			return
+		}
+	}
+	inst.backend(w, r)
+}
+
+// dropConnection closes the connection without an answer, so the client
+// reads EOF, as when a proxy or the server dies mid-request.
+func dropConnection(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // net/http closes the connection silently
+	}
+	_ = conn.Close()
+}
+
+// backend is the MCP server proper: mcp-go, optionally behind an older
+// server's generic answer to server/discover.
+func (inst *instance) backend(w http.ResponseWriter, r *http.Request) {
+	if inst.cfg.MalformedDiscover && r.Method == http.MethodPost && inst.malformedDiscover(w, r) {
+		return
+	}
+	inst.streamable.ServeHTTP(w, r)
+}
+
+func (inst *instance) malformedDiscover(w http.ResponseWriter, r *http.Request) bool {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	msg := peekRPC(body)
+	if msg.batch || len(msg.methods) != 1 || msg.methods[0] != "server/discover" || msg.id == nil {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.id)+`,"result":{}}`)
+	return true
+}
+
+// rpcInfo is what the HTTP layer needs to know about a JSON-RPC body.
+type rpcInfo struct {
+	methods []string        // methods of the requests/notifications in it
+	id      json.RawMessage // id of a single message, if any
+	batch   bool
+}
+
+func peekRPC(body []byte) rpcInfo {
+	type message struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	var info rpcInfo
+	var msgs []message
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		info.batch = true
+		_ = json.Unmarshal(trimmed, &msgs)
+	} else {
+		var m message
+		if json.Unmarshal(trimmed, &m) == nil {
+			msgs = []message{m}
+			if len(m.ID) > 0 && string(m.ID) != "null" {
+				info.id = m.ID
+			}
+		}
+	}
+	for _, m := range msgs {
+		if m.Method != "" {
+			info.methods = append(info.methods, m.Method)
+		}
+	}
+	return info
+}
+
+// discardWriter swallows a response. It implements http.Flusher so mcp-go
+// treats it like a real streaming connection.
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Flush()                      {}
+
+// FailPOSTs makes the next n POST requests fail with status (n decrements;
+// 0 turns injection off). With afterRun false the request never reaches
+// mcp-go; with afterRun true mcp-go handles it (so a tool really runs), its
+// response is discarded, and status is sent instead. Status 0 sends no
+// answer at all: the connection is closed and the client reads EOF. retryAfter, if
+// non-empty, is sent as Retry-After. If methods is non-empty only POSTs whose
+// JSON-RPC method is one of them are affected (and counted against n).
+func (s *Server) FailPOSTs(n int, status int, retryAfter string, afterRun bool, methods ...string) {
+	s.faults.set(fault{
+		remaining:  n,
+		status:     status,
+		retryAfter: retryAfter,
+		afterRun:   afterRun,
+		methods:    slices.Clone(methods),
+	})
+}
+
+type fault struct {
+	remaining  int
+	status     int
+	retryAfter string
+	afterRun   bool
+	methods    []string
+}
+
+type faults struct {
+	mu  sync.Mutex
+	cur fault
+}
+
+func (f *faults) set(next fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cur = next
+}
+
+// take consumes one injection if one applies to a POST carrying methods.
+func (f *faults) take(methods []string) (fault, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cur.remaining <= 0 {
+		return fault{}, false
+	}
+	if len(f.cur.methods) > 0 && !slices.ContainsFunc(methods, func(m string) bool {
+		return slices.Contains(f.cur.methods, m)
+	}) {
+		return fault{}, false
+	}
+	f.cur.remaining--
+	return f.cur, true
+}
+
+// counters persist across restarts; they belong to the Server, not to a
+// generation.
+type counters struct {
+	mu    sync.Mutex
+	tools map[string]int64
+	http  map[string]int64
+	rpc   map[string]int64
+}
+
+func (c *counters) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tools = map[string]int64{}
+	c.http = map[string]int64{}
+	c.rpc = map[string]int64{}
+}
+
+// add increments (*m)[key] and returns the new value. m points at one of
+// the maps so that reset can replace them under the same lock.
+func (c *counters) add(m *map[string]int64, key string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	(*m)[key]++
+	return (*m)[key]
+}
+
+func (c *counters) get(m *map[string]int64, key string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return (*m)[key]
+}
+
+// ToolRuns reports how many times the named tool's handler executed.
+func (s *Server) ToolRuns(tool string) int64 { return s.counters.get(&s.counters.tools, tool) }
+
+// HTTPRequests reports how many HTTP requests arrived with the given method
+// ("GET", "POST", "DELETE", ...), including ones failed by injection.
+func (s *Server) HTTPRequests(method string) int64 { return s.counters.get(&s.counters.http, method) }
+
+// RPCs reports how many POSTed JSON-RPC messages had the given method
+// ("initialize", "server/discover", "tools/call", ...), including ones
+// failed by injection.
+func (s *Server) RPCs(method string) int64 { return s.counters.get(&s.counters.rpc, method) }
+
+// ResetCounters zeroes every counter, including the value increment returns.
+func (s *Server) ResetCounters() { s.counters.reset() }

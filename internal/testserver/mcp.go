@@ -1,0 +1,232 @@
+package testserver
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// CounterURI is the subscribable resource; it reads as the increment count.
+const CounterURI = "test://counter"
+
+// newMCPServer builds a fresh mcp-go server whose handlers count into s.
+func newMCPServer(s *Server, set ToolSet, subs *subscriptions) *server.MCPServer {
+	m := server.NewMCPServer("resilientmcp-testserver", "1.0.0",
+		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, true),
+		server.WithLogging(),
+		server.WithHooks(subs.hooks()),
+	)
+	for _, t := range tools(s, set) {
+		m.AddTool(t.Tool, t.Handler)
+	}
+	m.AddResource(
+		mcp.NewResource(CounterURI, "counter", mcp.WithMIMEType("text/plain")),
+		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			n := s.ToolRuns("increment")
+			return []mcp.ResourceContents{mcp.TextResourceContents{
+				URI: CounterURI, MIMEType: "text/plain", Text: strconv.FormatInt(n, 10),
+			}}, nil
+		})
+	return m
+}
+
+// hints spells out every annotation: mcp.NewTool defaults to destructive
+// and open-world, which would muddy retry-safety tests.
+func hints(readOnly, idempotent bool) []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithReadOnlyHintAnnotation(readOnly),
+		mcp.WithIdempotentHintAnnotation(idempotent),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(false),
+	}
+}
+
+func tools(s *Server, set ToolSet) []server.ServerTool {
+	changed := set == ToolsChanged
+	run := func(name string) int64 { return s.counters.add(&s.counters.tools, name) }
+	tool := func(name string, h server.ToolHandlerFunc, opts ...mcp.ToolOption) server.ServerTool {
+		return server.ServerTool{
+			Tool: mcp.NewTool(name, opts...),
+			Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if name != "increment" { // increment counts itself to return the value
+					run(name)
+				}
+				return h(ctx, req)
+			},
+		}
+	}
+	binary := func(op func(a, b float64) float64) server.ToolHandlerFunc {
+		return func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			a, errA := req.RequireFloat("a")
+			b, errB := req.RequireFloat("b")
+			if errA != nil || errB != nil {
+				return mcp.NewToolResultError("a and b must be numbers"), nil
+			}
+			return mcp.NewToolResultText(strconv.FormatFloat(op(a, b), 'f', -1, 64)), nil
+		}
+	}
+	numbers := []mcp.ToolOption{
+		mcp.WithNumber("a", mcp.Required()),
+		mcp.WithNumber("b", mcp.Required()),
+	}
+
+	out := []server.ServerTool{
+		tool("echo", func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(req.GetString("text", "")), nil
+		}, append(hints(true, true),
+			mcp.WithDescription("Returns text."),
+			mcp.WithString("text", mcp.Required()))...),
+
+		tool("add", binary(func(a, b float64) float64 { return a + b }),
+			append(hints(false, !changed), append(numbers, mcp.WithDescription("Returns a+b."))...)...),
+
+		tool("increment", func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strconv.FormatInt(run("increment"), 10)), nil
+		}, append(hints(changed, false), mcp.WithDescription("Increments a counter and returns it."))...),
+
+		tool("slow", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			d := time.Duration(req.GetFloat("ms", 0) * float64(time.Millisecond))
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return mcp.NewToolResultText("done"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}, append(hints(false, false),
+			mcp.WithDescription("Sleeps ms milliseconds."),
+			mcp.WithNumber("ms", mcp.Required()))...),
+	}
+	if changed {
+		out = append(out, tool("multiply", binary(func(a, b float64) float64 { return a * b }),
+			append(hints(true, true), append(numbers, mcp.WithDescription("Returns a*b."))...)...))
+	}
+	return out
+}
+
+// subscriptions tracks who asked for resource updates. mcp-go v1.2.1 has no
+// "resource updated" API: resources/subscribe is only acknowledged, and its
+// broadcast filter drops notifications/resources/updated on
+// subscriptions/listen streams. So both eras are tracked here via hooks.
+type subscriptions struct {
+	mu sync.Mutex
+	// legacy: session id -> subscribed URIs (resources/subscribe).
+	legacy map[string][]string
+	// listeners: sessions serving a subscriptions/listen stream, with that
+	// request's context, which ends with the stream.
+	listeners map[server.ClientSession]context.Context
+}
+
+func newSubscriptions() *subscriptions {
+	return &subscriptions{
+		legacy:    map[string][]string{},
+		listeners: map[server.ClientSession]context.Context{},
+	}
+}
+
+func (u *subscriptions) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			if !slices.Contains(u.legacy[cs.SessionID()], req.Params.URI) {
+				u.legacy[cs.SessionID()] = append(u.legacy[cs.SessionID()], req.Params.URI)
+			}
+		}
+	})
+	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			u.legacy[cs.SessionID()] = slices.DeleteFunc(u.legacy[cs.SessionID()],
+				func(v string) bool { return v == req.Params.URI })
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		delete(u.legacy, cs.SessionID())
+	})
+	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			u.listeners[cs] = ctx
+		}
+	})
+	h.AddAfterSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			delete(u.listeners, cs)
+		}
+	})
+	return h
+}
+
+// UpdateResource sends notifications/resources/updated for uri to every
+// session subscribed to it: legacy sessions via resources/subscribe, and
+// stateless-era clients via an open subscriptions/listen stream naming uri.
+// Delivery is best effort (mcp-go drops it if a session's queue is full).
+func (s *Server) UpdateResource(uri string) {
+	s.mu.Lock()
+	inst := s.inst
+	s.mu.Unlock()
+	if inst == nil {
+		return
+	}
+	legacy, listeners := inst.subs.subscribers(uri)
+	params := map[string]any{"uri": uri}
+	for _, id := range legacy {
+		_ = inst.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationResourceUpdated, params)
+	}
+	note := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: mcp.MethodNotificationResourceUpdated,
+			Params: mcp.NotificationParams{AdditionalFields: params},
+		},
+	}
+	for _, cs := range listeners {
+		// The transport's forwarder tags this with the subscription id.
+		select {
+		case cs.NotificationChannel() <- note:
+		default:
+		}
+	}
+}
+
+// subscribers snapshots who should hear about uri, dropping listen streams
+// that have ended.
+func (u *subscriptions) subscribers(uri string) (legacy []string, listeners []server.ClientSession) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for id, uris := range u.legacy {
+		if slices.Contains(uris, uri) {
+			legacy = append(legacy, id)
+		}
+	}
+	for cs, ctx := range u.listeners {
+		if ctx.Err() != nil {
+			delete(u.listeners, cs)
+			continue
+		}
+		fs, ok := cs.(server.SessionWithSubscriptionFilter)
+		if !ok {
+			continue
+		}
+		// The filter is what mcp-go actually established for this stream.
+		if f, active := fs.SubscriptionFilter(); active && slices.Contains(f.ResourceSubscriptions, uri) {
+			listeners = append(listeners, cs)
+		}
+	}
+	return legacy, listeners
+}

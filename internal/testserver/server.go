@@ -1,0 +1,316 @@
+// Package testserver runs a real mcp-go Streamable HTTP server on 127.0.0.1
+// for end-to-end tests of a resilient MCP client. The server can be stopped
+// and started again on the same address, can inject HTTP-level faults, and
+// counts what it executed.
+package testserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Era selects which protocol revisions the server offers.
+type Era int
+
+const (
+	// SessionEra offers only the session-based revisions (<= 2025-11-25) and
+	// validates session ids, so after a restart an old Mcp-Session-Id gets
+	// HTTP 404.
+	SessionEra Era = iota
+	// StatelessEra uses mcp-go's default transport options: it advertises
+	// 2026-07-28, so mcp-go's client negotiates the stateless era
+	// (server/discover, no session).
+	StatelessEra
+)
+
+// String returns the constant's name.
+func (e Era) String() string {
+	switch e {
+	case SessionEra:
+		return "SessionEra"
+	case StatelessEra:
+		return "StatelessEra"
+	}
+	return "Era(" + strconv.Itoa(int(e)) + ")"
+}
+
+// ToolSet selects the tools the server registers.
+type ToolSet int
+
+const (
+	// ToolsDefault registers echo (read-only), add (idempotent, not
+	// read-only), increment and slow (neither).
+	ToolsDefault ToolSet = iota
+	// ToolsChanged models a server that changed its tools across a restart:
+	// echo (read-only), add (now neither idempotent nor read-only), increment
+	// (now read-only), slow, and a new tool multiply.
+	ToolsChanged
+)
+
+// Config describes the server built by the next Start.
+type Config struct {
+	Era   Era
+	Tools ToolSet
+	// SessionIdleTTL is passed to server.WithSessionIdleTTL; 0 turns it off.
+	SessionIdleTTL time.Duration
+	// DeclineGET answers every HTTP GET with 405 before it reaches mcp-go.
+	DeclineGET bool
+	// MalformedDiscover emulates an older session-era server that answers
+	// unknown methods generically: a JSON-RPC server/discover POST gets
+	// HTTP 200 {"jsonrpc":"2.0","id":<id>,"result":{}}; everything else goes
+	// to a SessionEra mcp-go server (Era is ignored).
+	MalformedDiscover bool
+	// NotMCP answers every request with 200 text/html "<html>hello</html>".
+	NotMCP bool
+	// RequireToken, if non-empty, answers any request lacking
+	// "Authorization: Bearer <token>" with 401 and WWW-Authenticate: Bearer.
+	RequireToken string
+}
+
+// errClosed is returned by Start after Close.
+var errClosed = errors.New("testserver: closed")
+
+// Listen retries are bounded: restarting on the same port normally succeeds
+// at once (Go sets SO_REUSEADDR), but a port can be momentarily busy.
+const (
+	listenAttempts = 50
+	listenBackoff  = 20 * time.Millisecond
+	// stopWait bounds how long Stop waits for in-flight handlers; they all
+	// honour the request context, so this only matters if one is broken.
+	stopWait = 5 * time.Second
+)
+
+// Server is a restartable mcp-go Streamable HTTP server with fault injection
+// and execution counters. It is safe for concurrent use.
+type Server struct {
+	addr string // fixed by the first listen, never changes
+
+	// lifeMu serialises Start, Stop and Close so that a listener is never
+	// opened while the previous one is still being torn down.
+	lifeMu sync.Mutex
+
+	mu     sync.Mutex // guards the fields below
+	cfg    Config
+	inst   *instance // nil while stopped
+	closed bool
+
+	faults   faults
+	counters counters
+}
+
+// instance is one running generation of the server: everything a restart
+// throws away.
+type instance struct {
+	srv        *Server
+	cfg        Config
+	httpSrv    *http.Server
+	mcp        *server.MCPServer
+	streamable *server.StreamableHTTPServer
+	subs       *subscriptions
+	inflight   inflight
+	served     chan struct{} // closed when httpSrv.Serve returns
+}
+
+// Start listens on 127.0.0.1 on a free port and serves cfg.
+func Start(cfg Config) (*Server, error) {
+	s := &Server{cfg: cfg}
+	s.counters.reset()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("testserver: listen: %w", err)
+	}
+	s.addr = ln.Addr().String()
+	s.serve(ln, cfg)
+	return s, nil
+}
+
+// URL returns the MCP endpoint, "http://127.0.0.1:PORT/mcp".
+func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
+
+// Addr returns "127.0.0.1:PORT"; it stays the same across restarts.
+func (s *Server) Addr() string { return s.addr }
+
+// Reconfigure sets the config used by the next Start or Restart.
+func (s *Server) Reconfigure(cfg Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg = cfg
+}
+
+// Start listens again on the same address with a fresh mcp-go server built
+// from the current config, so every session is forgotten. Counters persist.
+// It fails if the server is running or closed.
+func (s *Server) Start() error {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.mu.Lock()
+	closed, running, cfg := s.closed, s.inst != nil, s.cfg
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return errClosed
+	case running:
+		return errors.New("testserver: already running")
+	}
+	ln, err := listenRetry(s.addr)
+	if err != nil {
+		return err
+	}
+	s.serve(ln, cfg)
+	return nil
+}
+
+// Stop is a hard stop: it closes the listener and every open connection at
+// once and forgets all sessions. It returns after the handlers of the
+// stopped generation have returned. Stop is idempotent.
+func (s *Server) Stop() {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.stopLocked()
+}
+
+// Restart is Stop followed by Start.
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.Start()
+}
+
+// Close stops the server for good and waits for every goroutine it started.
+func (s *Server) Close() {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopLocked()
+}
+
+func (s *Server) stopLocked() {
+	s.mu.Lock()
+	inst := s.inst
+	s.inst = nil
+	s.mu.Unlock()
+	if inst != nil {
+		inst.stop()
+	}
+}
+
+func listenRetry(addr string) (net.Listener, error) {
+	var err error
+	for range listenAttempts {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln, nil
+		}
+		time.Sleep(listenBackoff)
+	}
+	return nil, fmt.Errorf("testserver: listen %s: %w", addr, err)
+}
+
+// serve builds a fresh generation on ln and publishes it.
+func (s *Server) serve(ln net.Listener, cfg Config) {
+	inst := &instance{srv: s, cfg: cfg, served: make(chan struct{})}
+	inst.subs = newSubscriptions()
+	inst.mcp = newMCPServer(s, cfg.Tools, inst.subs)
+	inst.streamable = server.NewStreamableHTTPServer(inst.mcp, streamableOptions(cfg)...)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", inst)
+	inst.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	s.mu.Lock()
+	s.inst = inst
+	s.mu.Unlock()
+	go func() {
+		defer close(inst.served)
+		_ = inst.httpSrv.Serve(ln)
+	}()
+}
+
+func streamableOptions(cfg Config) []server.StreamableHTTPOption {
+	// mcp-go's transport logs through slog.Default; keep test output clean.
+	opts := []server.StreamableHTTPOption{
+		server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)),
+	}
+	if cfg.Era == SessionEra || cfg.MalformedDiscover {
+		opts = append(opts,
+			server.WithStreamableHTTPProtocolVersions(
+				mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326),
+			server.WithStateful(true))
+	}
+	if cfg.SessionIdleTTL > 0 {
+		opts = append(opts, server.WithSessionIdleTTL(cfg.SessionIdleTTL))
+	}
+	// Localhost (DNS rebinding) protection stays on: it only rejects a
+	// loopback connection whose Host is not loopback, and a TCP proxy on
+	// another 127.0.0.1 port still sends Host 127.0.0.1:<port>.
+	return opts
+}
+
+func (inst *instance) stop() {
+	// Closing the connections cancels every request context, which is what
+	// makes in-flight handlers (SSE streams, slow tools) return.
+	_ = inst.httpSrv.Close()
+	// Shutdown stops mcp-go's idle-session sweeper and ends GET streams; the
+	// http.Server it would also shut down is nil because we serve ourselves.
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+	defer cancel()
+	_ = inst.streamable.Shutdown(ctx)
+	<-inst.served
+	inst.inflight.closeAndWait(stopWait)
+}
+
+// inflight counts running handlers so that Stop can wait for them. Unlike a
+// WaitGroup it refuses new entries once closing, so a request racing with
+// Stop cannot Add after Wait has begun.
+type inflight struct {
+	mu      sync.Mutex
+	n       int
+	closing bool
+	idle    chan struct{}
+}
+
+func (g *inflight) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.n++
+	return true
+}
+
+func (g *inflight) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.closing && g.n == 0 {
+		close(g.idle)
+	}
+}
+
+func (g *inflight) closeAndWait(limit time.Duration) {
+	g.mu.Lock()
+	g.closing = true
+	g.idle = make(chan struct{})
+	if g.n == 0 {
+		close(g.idle)
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-timer.C:
+	}
+}
