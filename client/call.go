@@ -25,9 +25,15 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 	defer c.stats.inFlight.Add(-1)
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
+	c.budget.Deposit()
 
 	var pauses backoff.BackOff // made on the first retry that must wait
 	renegotiated := false
+	// attempt counts sends that may be retried (outcome unknown, 429, 503);
+	// replays after a re-initialization have their own count, so that a
+	// call spanning two restarts is not failed for it, while a server that
+	// answers 404 to everything still cannot hold a call in a loop.
+	replays := 0
 	for attempt := 1; ; {
 		s, gen, err := c.slot.Get(ctx)
 		if err != nil {
@@ -36,7 +42,6 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 		ex := &exchange{}
 		err = send(withExchange(ctx, ex), s)
 		if err == nil {
-			c.budget.Success()
 			return nil
 		}
 		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
@@ -70,7 +75,6 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 				c.slot.Invalidate(gen, &lostError{kind: lossUnreachable, err: err})
 				continue
 			}
-			c.budget.Failure()
 			if pauses == nil {
 				pauses = c.opts.newBackOff()
 			}
@@ -83,7 +87,6 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			if !safe {
 				return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, method, err)
 			}
-			c.budget.Failure()
 			// The first retry goes at once: the usual cause is a pooled
 			// connection the server had closed, which the HTTP client has
 			// now dropped. A second failure in a row waits.
@@ -94,17 +97,23 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			}
 		}
 
-		if attempt >= c.opts.maxAttempts {
-			return fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, attempt, err)
-		}
-		if v.class != classSessionExpired && !c.budget.AllowRetry() {
-			return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
-		}
-		attempt++
-		c.stats.retries.Add(1)
 		if v.class == classSessionExpired {
+			// Not paid from the budget: the generation gate already makes
+			// it one re-initialization for every caller.
+			if replays++; replays > c.opts.maxAttempts {
+				return fmt.Errorf("resilientmcp: %s: session lost %d times in a row: %w", method, replays, err)
+			}
 			c.stats.replays.Add(1)
+		} else {
+			if attempt >= c.opts.maxAttempts {
+				return fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, attempt, err)
+			}
+			if !c.budget.TryWithdraw() {
+				return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
+			}
+			attempt++
 		}
+		c.stats.retries.Add(1)
 		log.Info("retrying", "pause", pause)
 		if pause > 0 && pause != backoff.Stop {
 			t := time.NewTimer(pause)

@@ -170,3 +170,13 @@ func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {
 		h(n)
 	}
 }
+
+// ProtocolVersion is the protocol version negotiated by the session in
+// service, or "" when there is none. It is decided again on every
+// re-initialization.
+func (c *ResilientClient) ProtocolVersion() string {
+	if s, _, ok := c.slot.Current(); ok {
+		return s.version
+	}
+	return ""
+}

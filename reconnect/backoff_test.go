@@ -2,6 +2,7 @@ package reconnect
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -21,26 +22,37 @@ func TestDefaultBackOffSchedule(t *testing.T) {
 	}
 }
 
-func TestBudgetThrottlesAfterFailuresAndRefillsOnSuccess(t *testing.T) {
-	b := NewBudget(10, 0.5)
-	for i := range 5 {
-		if !b.AllowRetry() {
-			t.Fatalf("retry refused after %d failures, want allowed while more than half remains", i)
+func TestBudgetAbsorbsABurstButBoundsSteadyRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(10*time.Second, 10, 0.2)
+		// A burst: 64 calls fail at once and all retry.
+		for i := range 64 {
+			if !b.TryWithdraw() {
+				t.Fatalf("retry %d of a burst refused with a full budget", i)
+			}
 		}
-		b.Failure()
-	}
-	if b.AllowRetry() {
-		t.Fatal("retry allowed with half the tokens gone")
-	}
-	b.Success()
-	b.Success()
-	if !b.AllowRetry() {
-		t.Fatal("retry refused after successes refilled the bucket")
-	}
-	for range 100 {
-		b.Success()
-	}
-	if b.Tokens() != 10 {
-		t.Errorf("tokens = %v, want capped at 10", b.Tokens())
-	}
+		// A server that fails everything: 1000 calls a second, each wanting
+		// two retries, for ten seconds.
+		retries := 0
+		for range 10 {
+			for range 1000 {
+				b.Deposit()
+				for range 2 {
+					if b.TryWithdraw() {
+						retries++
+					}
+				}
+			}
+			time.Sleep(time.Second)
+		}
+		// Allowed: the 36 left from the burst, 20% of 10000 calls and 10 a
+		// second for the 9 seconds slept between the batches.
+		if want := 36 + 2000 + 90; retries > want || retries < want-1 {
+			t.Errorf("%d retries for 10000 failing calls, want about %d", retries, want)
+		}
+		time.Sleep(time.Minute)
+		if got := b.Balance(); got != 100 {
+			t.Errorf("balance %v after a quiet minute, want the 100 a 10s window saves", got)
+		}
+	})
 }

@@ -1,56 +1,75 @@
 package reconnect
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
-// Budget caps retries across every goroutine that shares it, as gRPC's retry
-// throttling does: each failed attempt takes a token, each success gives back
-// Ratio of one, and retries are allowed only while more than half the tokens
-// remain. A healthy server keeps the bucket full; a failing one drains it
-// after a handful of failures, after which calls fail fast instead of
-// multiplying the load on a server that is trying to come back.
+// Budget caps retries across every goroutine that shares it, after
+// Finagle's RetryBudget: each call deposits Percent of a token, each retry
+// withdraws a whole one, and a reserve of MinPerSecond tokens a second lets a
+// quiet client still retry. Over a window the retries are bounded by
+// Percent of the calls plus MinPerSecond, so a server that fails every
+// request sees about 1+Percent times the load, not MaxAttempts times; while
+// a burst of failures with one cause (64 calls in flight when a server
+// restarts) is absorbed by the balance built up before it.
 //
-// A Budget is safe for concurrent use. The zero value is not usable: use
-// NewBudget.
+// gRPC's token bucket was the other candidate; it throttles on failures
+// counted one by one, so a single restart that fails every call in flight at
+// once empties it, and the calls that could simply have been retried fail.
+//
+// A Budget is safe for concurrent use. Use NewBudget; the zero value allows
+// nothing.
 type Budget struct {
-	mu     sync.Mutex
-	tokens float64
-	max    float64
-	ratio  float64
+	mu        sync.Mutex
+	balance   float64
+	max       float64
+	percent   float64
+	perSecond float64
+	last      time.Time
 }
 
-// DefaultBudget returns a Budget of 10 tokens that refills a tenth of a token
-// per success (gRPC's documented example).
-func DefaultBudget() *Budget { return NewBudget(10, 0.1) }
+// DefaultBudget is Finagle's default: 20% of calls, a reserve of 10 retries
+// a second, at most a 10 second window's worth saved up.
+func DefaultBudget() *Budget { return NewBudget(10*time.Second, 10, 0.2) }
 
-// NewBudget returns a full Budget of max tokens refilled ratio per success.
-func NewBudget(max, ratio float64) *Budget {
-	return &Budget{tokens: max, max: max, ratio: ratio}
+// NewBudget returns a full Budget that saves up at most window's worth of
+// the reserve.
+func NewBudget(window time.Duration, minPerSecond, percent float64) *Budget {
+	max := minPerSecond * window.Seconds()
+	return &Budget{balance: max, max: max, percent: percent, perSecond: minPerSecond, last: time.Now()}
 }
 
-// Success returns ratio of a token to the bucket.
-func (b *Budget) Success() {
+// Deposit records a call.
+func (b *Budget) Deposit() {
 	b.mu.Lock()
-	b.tokens = min(b.max, b.tokens+b.ratio)
+	b.refillLocked()
+	b.balance = min(b.max, b.balance+b.percent)
 	b.mu.Unlock()
 }
 
-// Failure takes a token from the bucket.
-func (b *Budget) Failure() {
-	b.mu.Lock()
-	b.tokens = max(0, b.tokens-1)
-	b.mu.Unlock()
-}
-
-// AllowRetry reports whether a failed attempt may be retried now.
-func (b *Budget) AllowRetry() bool {
+// TryWithdraw reports whether a retry may be made now, and if so pays for it.
+func (b *Budget) TryWithdraw() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.tokens > b.max/2
+	b.refillLocked()
+	if b.balance < 1 {
+		return false
+	}
+	b.balance--
+	return true
 }
 
-// Tokens reports the tokens left, for tests and stats.
-func (b *Budget) Tokens() float64 {
+// Balance reports the retries that may be made now, for tests and stats.
+func (b *Budget) Balance() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.tokens
+	b.refillLocked()
+	return b.balance
+}
+
+func (b *Budget) refillLocked() {
+	now := time.Now()
+	b.balance = min(b.max, b.balance+now.Sub(b.last).Seconds()*b.perSecond)
+	b.last = now
 }

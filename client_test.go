@@ -1,0 +1,478 @@
+package resilientmcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// F1: the server restarts and forgets the session; the next calls succeed
+// through one re-initialization, and a non-idempotent call rejected with 404
+// (so never run) is replayed and runs exactly once.
+func TestF1RestartedServerIsReinitializedOnce(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	r.start()
+	r.mustEcho("before")
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.mustEcho("after")
+	if err := r.increment(); err != nil {
+		t.Fatalf("increment after restart: %v", err)
+	}
+	if runs := r.srv.ToolRuns("increment"); runs != 1 {
+		t.Errorf("increment ran %d times, want 1", runs)
+	}
+	if s := r.c.Stats(); s.Reinitializations != 1 || s.Replays < 1 {
+		t.Errorf("stats %+v: want 1 re-initialization and a replay", s)
+	}
+	if got := r.srv.RPCs("initialize"); got != 2 {
+		t.Errorf("server saw %d initialize requests, want 2", got)
+	}
+}
+
+// F2: the request reached the server, ran, and the answer was lost (the
+// connection closed with no response). A read-only tool is replayed; a
+// non-idempotent one is not, and the caller is told the outcome is unknown.
+func TestF2LostAnswerIsReplayedOnlyWhenSafe(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false)
+			r.start()
+
+			r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+			err := r.increment()
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, io.EOF) {
+				t.Fatalf("increment = %v; want ErrOutcomeUnknown wrapping io.EOF", err)
+			}
+			if runs := r.srv.ToolRuns("increment"); runs != 1 {
+				t.Errorf("increment ran %d times, want exactly 1", runs)
+			}
+
+			r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+			r.mustEcho("replayed")
+			if runs := r.srv.ToolRuns("echo"); runs != 2 {
+				t.Errorf("echo ran %d times, want 2 (the lost one and the replay)", runs)
+			}
+		})
+	}
+}
+
+// F2 by a real restart: safe calls succeed; a non-idempotent call either
+// succeeds or reports ErrOutcomeUnknown, and never runs twice.
+func TestF2RestartNeverRunsAnUnsafeCallTwice(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false)
+			r.start()
+			for i := range 10 {
+				if err := r.srv.Restart(); err != nil {
+					t.Fatal(err)
+				}
+				before := r.srv.ToolRuns("increment")
+				err := r.increment()
+				ran := r.srv.ToolRuns("increment") - before
+				switch {
+				case err == nil && ran != 1:
+					t.Fatalf("restart %d: increment succeeded but ran %d times", i, ran)
+				case err != nil && !errors.Is(err, client.ErrOutcomeUnknown):
+					t.Fatalf("restart %d: increment = %v; want success or ErrOutcomeUnknown", i, err)
+				case ran > 1:
+					t.Fatalf("restart %d: increment ran %d times", i, ran)
+				}
+				r.mustEcho(fmt.Sprint("after restart ", i))
+			}
+		})
+	}
+}
+
+// F7: the server is unreachable for two seconds. Calls wait within their
+// deadlines and succeed when it is back; meanwhile the client tries to
+// connect on the backoff schedule, not in a hot loop.
+func TestF7OutageWaitsOnTheBackoffSchedule(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, true)
+			r.start()
+			r.mustEcho("before")
+			dialsBefore := r.proxy.Dials()
+			if err := r.proxy.SetRefuse(true); err != nil {
+				t.Fatal(err)
+			}
+			const callers = 8
+			errs := make(chan error, callers)
+			for i := range callers {
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+					defer cancel()
+					want := fmt.Sprint("waited ", i)
+					got, err := callTool(ctx, r.c, "echo", map[string]any{"text": want})
+					if err == nil && got != want {
+						err = fmt.Errorf("got %q, want %q", got, want)
+					}
+					errs <- err
+				}()
+			}
+			eventually(t, "Reconnecting", func() bool { return r.c.State() == client.Reconnecting })
+			time.Sleep(2 * time.Second)
+			dials := r.proxy.Dials() - dialsBefore
+			if err := r.proxy.SetRefuse(false); err != nil {
+				t.Fatal(err)
+			}
+			for range callers {
+				if err := <-errs; err != nil {
+					t.Errorf("call during outage: %v", err)
+				}
+			}
+			// The default schedule (100ms ×1.6, ±20%) fits at most six
+			// reconnect attempts in two seconds; each caller's first send
+			// may add one more.
+			t.Logf("%d connection attempts during the 2s outage with %d callers", dials, callers)
+			if dials > callers+6 {
+				t.Errorf("%d connection attempts in 2s; the backoff schedule allows %d", dials, callers+6)
+			}
+			if dials < 4 {
+				t.Errorf("only %d connection attempts in 2s: the client stopped trying", dials)
+			}
+			if st := r.c.State(); st != client.Ready {
+				t.Errorf("state %v after the outage, want Ready", st)
+			}
+			if s := r.c.Stats(); s.Reinitializations != 0 {
+				t.Errorf("%d re-initializations: the session outlived a network outage and should have been kept", s.Reinitializations)
+			}
+		})
+	}
+}
+
+// F7 and F1 together: the server goes down and comes back as a new process.
+func TestF7ServerDownThenBackAsNewProcess(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	r.start()
+	r.srv.Stop()
+	done := make(chan error, 1)
+	go func() {
+		_, err := callTool(r.ctx(), r.c, "echo", map[string]any{"text": "waiting"})
+		done <- err
+	}()
+	eventually(t, "Reconnecting", func() bool { return r.c.State() == client.Reconnecting })
+	if err := r.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("echo across the outage: %v", err)
+	}
+	if err := r.increment(); err != nil {
+		t.Fatalf("increment after the outage: %v", err)
+	}
+	if runs := r.srv.ToolRuns("increment"); runs != 1 {
+		t.Errorf("increment ran %d times, want 1", runs)
+	}
+	if s := r.c.Stats(); s.Reinitializations != 1 {
+		t.Errorf("%d re-initializations, want 1", s.Reinitializations)
+	}
+}
+
+// A caller whose deadline ends during an outage gets ErrUnavailable, which
+// still says why: the deadline, and the connection refused.
+func TestF7DeadlineDuringOutageIsUnavailable(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, false)
+	r.start()
+	r.srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := callTool(ctx, r.c, "echo", map[string]any{"text": "x"})
+	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v; want ErrUnavailable wrapping the deadline", err)
+	}
+	if runs := r.srv.ToolRuns("echo"); runs != 0 {
+		t.Errorf("echo ran %d times while the server was down", runs)
+	}
+}
+
+// F10: 5xx and 429 answers are classified by status.
+func TestF10StatusCodes(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false)
+			r.start()
+
+			// 503 and 429 mean "not processed": even a non-idempotent call
+			// is sent again, and runs once.
+			r.srv.FailPOSTs(1, http.StatusServiceUnavailable, "", false, "tools/call")
+			if err := r.increment(); err != nil {
+				t.Fatalf("increment after a 503: %v", err)
+			}
+			if runs := r.srv.ToolRuns("increment"); runs != 1 {
+				t.Errorf("increment ran %d times, want 1", runs)
+			}
+
+			r.srv.FailPOSTs(1, http.StatusTooManyRequests, "1", false, "tools/call")
+			start := time.Now()
+			r.mustEcho("after 429")
+			if waited := time.Since(start); waited < time.Second {
+				t.Errorf("retried after %v, before the server's Retry-After of 1s", waited)
+			}
+
+			// 502 from a proxy after the backend ran it: outcome unknown.
+			r.srv.FailPOSTs(1, http.StatusBadGateway, "", true, "tools/call")
+			if err := r.increment(); !errors.Is(err, client.ErrOutcomeUnknown) {
+				t.Fatalf("increment after a 502 = %v; want ErrOutcomeUnknown", err)
+			}
+			if runs := r.srv.ToolRuns("increment"); runs != 2 {
+				t.Errorf("increment ran %d times in all, want 2 (never twice for one call)", runs)
+			}
+
+			// 500 is fatal: returned at once, not retried.
+			calls := r.srv.RPCs("tools/call")
+			r.srv.FailPOSTs(1, http.StatusInternalServerError, "", false, "tools/call")
+			_, err := callTool(r.ctx(), r.c, "echo", map[string]any{"text": "x"})
+			if err == nil || errors.Is(err, client.ErrOutcomeUnknown) || errors.Is(err, client.ErrUnavailable) {
+				t.Fatalf("echo after a 500 = %v; want the server's error as is", err)
+			}
+			if sent := r.srv.RPCs("tools/call") - calls; sent != 1 {
+				t.Errorf("a 500 was retried: %d tools/call requests", sent)
+			}
+		})
+	}
+}
+
+// F11: 401 is a clear error at once, not a retry storm; the right header
+// fixes it.
+func TestF11AuthorizationRequired(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			cfg := testserver.Config{Era: era, RequireToken: "s3cret"}
+			r := newRig(t, cfg, false)
+			req := mcp.InitializeRequest{}
+			_, err := r.c.Initialize(r.ctx(), req)
+			if !errors.Is(err, transport.ErrAuthorizationRequired) {
+				t.Fatalf("Initialize = %v; want ErrAuthorizationRequired", err)
+			}
+			_, err = callTool(r.ctx(), r.c, "echo", map[string]any{"text": "x"})
+			if !errors.Is(err, transport.ErrAuthorizationRequired) {
+				t.Fatalf("CallTool = %v; want ErrAuthorizationRequired", err)
+			}
+			if posts := r.srv.HTTPRequests("POST"); posts > 4 {
+				t.Errorf("%d POSTs for two calls refused with 401: retrying what cannot succeed", posts)
+			}
+
+			ok := newRig(t, cfg, false, client.WithHeaders(map[string]string{"Authorization": "Bearer s3cret"}))
+			ok.start()
+			ok.mustEcho("authorized")
+		})
+	}
+}
+
+// F12: an endpoint that is not MCP gives a clear error at once.
+func TestF12NotAnMCPEndpoint(t *testing.T) {
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc": nope`)
+	}))
+	defer garbage.Close()
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	html, err := testserver.Start(testserver.Config{NotMCP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer html.Close()
+
+	for name, url := range map[string]string{"HTML page": html.URL(), "garbage JSON": garbage.URL + "/mcp", "404": notFound.URL + "/mcp"} {
+		t.Run(name, func(t *testing.T) {
+			c, err := client.New(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err = c.Initialize(ctx, mcp.InitializeRequest{})
+			if err == nil || errors.Is(err, client.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Initialize = %v; want the endpoint's error at once, not a wait", err)
+			}
+			t.Logf("%s: %v", name, err)
+		})
+	}
+	if posts := html.HTTPRequests("POST"); posts > 2 {
+		t.Errorf("%d POSTs to an HTML endpoint, want at most 2 (discover, initialize)", posts)
+	}
+}
+
+// A session-era server that answers server/discover with an empty result
+// must be initialized, not taken for a stateless one.
+func TestMalformedDiscoverFallsBackToInitialize(t *testing.T) {
+	r := newRig(t, testserver.Config{MalformedDiscover: true}, false)
+	res := r.start()
+	if mcp.IsModernProtocol(res.ProtocolVersion) || mcp.IsModernProtocol(r.c.ProtocolVersion()) {
+		t.Fatalf("negotiated %s / %s; want a session-era version", res.ProtocolVersion, r.c.ProtocolVersion())
+	}
+	if err := r.increment(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.mustEcho("after restart")
+	if runs := r.srv.ToolRuns("increment"); runs != 1 {
+		t.Errorf("increment ran %d times, want 1", runs)
+	}
+	if s := r.c.Stats(); s.Reinitializations != 1 {
+		t.Errorf("%d re-initializations, want 1", s.Reinitializations)
+	}
+}
+
+// F13: the server changes protocol era across a restart.
+func TestF13ServerChangesEraAcrossRestart(t *testing.T) {
+	for _, tc := range []struct{ from, to testserver.Era }{
+		{testserver.SessionEra, testserver.StatelessEra},
+		{testserver.StatelessEra, testserver.SessionEra},
+	} {
+		t.Run(tc.from.String()+"To"+tc.to.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: tc.from}, false)
+			r.start()
+			r.mustEcho("before")
+			r.srv.Reconfigure(testserver.Config{Era: tc.to})
+			if err := r.srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			r.mustEcho("after")
+			if err := r.increment(); err != nil {
+				t.Fatalf("increment on the changed server: %v", err)
+			}
+			if runs := r.srv.ToolRuns("increment"); runs != 1 {
+				t.Errorf("increment ran %d times, want 1", runs)
+			}
+			if tc.to == testserver.SessionEra && mcp.IsModernProtocol(r.c.ProtocolVersion()) {
+				t.Errorf("still on %s against a session-era server", r.c.ProtocolVersion())
+			}
+		})
+	}
+}
+
+// F16: Close interrupts calls in flight and calls waiting for a reconnect;
+// every later call gets ErrClosed; nothing leaks (TestMain).
+func TestF16CloseDuringCallsAndReconnects(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true)
+	r.start()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 4 {
+		wg.Go(func() {
+			_, err := callTool(context.Background(), r.c, "slow", map[string]any{"ms": 10000})
+			errs <- err
+		})
+	}
+	eventually(t, "slow calls to reach the server", func() bool { return r.srv.RPCs("tools/call") == 4 })
+
+	other := newRig(t, testserver.Config{Era: testserver.SessionEra}, true)
+	other.start()
+	if err := other.proxy.SetRefuse(true); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		wg.Go(func() {
+			_, err := callTool(context.Background(), other.c, "echo", map[string]any{"text": "x"})
+			errs <- err
+		})
+	}
+	eventually(t, "Reconnecting", func() bool { return other.c.State() == client.Reconnecting })
+
+	r.c.Close()
+	other.c.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, client.ErrClosed) {
+			t.Errorf("call interrupted by Close = %v; want ErrClosed", err)
+		}
+	}
+	if _, err := callTool(context.Background(), r.c, "echo", map[string]any{"text": "x"}); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("call after Close = %v; want ErrClosed", err)
+	}
+	if err := r.c.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	if st := r.c.State(); st != client.Closed {
+		t.Errorf("state %v after Close", st)
+	}
+}
+
+// F9/F1: 64 goroutines share one client while the server restarts three
+// times. Every call gets its own answer, and each restart costs exactly one
+// re-initialization.
+func TestConcurrentCallsAcrossRestarts(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	r.start()
+	const goroutines, restarts = 64, 3
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []error
+	calls := 0
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				want := fmt.Sprintf("g%d-%d", g, i)
+				got, err := callTool(ctx, r.c, "echo", map[string]any{"text": want})
+				sum, err2 := callTool(ctx, r.c, "add", map[string]any{"a": g, "b": i})
+				cancel()
+				mu.Lock()
+				calls += 2
+				if err == nil && got != want {
+					err = fmt.Errorf("echo %q answered %q", want, got)
+				}
+				if err2 == nil && sum != fmt.Sprint(g+i) {
+					err2 = fmt.Errorf("add %d+%d answered %s", g, i, sum)
+				}
+				for _, e := range []error{err, err2} {
+					if e != nil {
+						failures = append(failures, e)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for n := 1; n <= restarts; n++ {
+		time.Sleep(300 * time.Millisecond)
+		if err := r.srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, fmt.Sprintf("re-initialization %d", n), func() bool { return r.c.Stats().Reinitializations >= uint64(n) })
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	for i, err := range failures {
+		if i < 5 {
+			t.Errorf("call failed: %v", err)
+		}
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d of %d calls failed", len(failures), calls)
+	}
+	s := r.c.Stats()
+	t.Logf("%d calls, stats %+v", calls, s)
+	if s.Reinitializations != restarts {
+		t.Errorf("%d re-initializations for %d restarts, want exactly one each", s.Reinitializations, restarts)
+	}
+}
