@@ -476,3 +476,38 @@ func TestConcurrentCallsAcrossRestarts(t *testing.T) {
 		t.Errorf("%d re-initializations for %d restarts, want exactly one each", s.Reinitializations, restarts)
 	}
 }
+
+// The state handler hears every transition in order: the first connect, the
+// loss and recovery of the server, and Close.
+func TestStateHandlerSeesTransitionsInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, true, client.WithStateHandler(func(from, to client.State) {
+		mu.Lock()
+		seen = append(seen, from.String()+">"+to.String())
+		mu.Unlock()
+	}))
+	r.start()
+	if err := r.proxy.SetRefuse(true); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := callTool(r.ctx(), r.c, "echo", map[string]any{"text": "x"})
+		done <- err
+	}()
+	eventually(t, "Reconnecting", func() bool { return r.c.State() == client.Reconnecting })
+	if err := r.proxy.SetRefuse(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"Idle>Connecting", "Connecting>Ready", "Ready>Reconnecting", "Reconnecting>Ready", "Ready>Closed"}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("transitions %v, want %v", seen, want)
+	}
+}
