@@ -1,0 +1,208 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// prober records when it was called and fails while failing is set.
+type prober struct {
+	mu      sync.Mutex
+	at      []time.Time
+	failing atomic.Bool
+	block   bool
+}
+
+func (p *prober) probe(ctx context.Context) error {
+	p.mu.Lock()
+	p.at = append(p.at, time.Now())
+	block := p.block
+	p.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if p.failing.Load() {
+		return errors.New("no answer")
+	}
+	return nil
+}
+
+func (p *prober) times() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.at...)
+}
+
+func TestIdleMemberIsProbedEveryJitteredInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{}
+		start := time.Now()
+		m := Start(Config{Interval: time.Second, Probe: p.probe})
+		time.Sleep(20*time.Second + time.Millisecond)
+		m.Stop()
+		at := p.times()
+		if len(at) < 18 || len(at) > 23 {
+			t.Fatalf("%d probes in 20s at a 1s ±10%% interval", len(at))
+		}
+		prev, distinct := start, map[time.Duration]bool{}
+		for i, a := range at {
+			gap := a.Sub(prev)
+			if gap < 900*time.Millisecond || gap > 1100*time.Millisecond {
+				t.Errorf("probe %d came %v after the previous one, want 1s ±10%%", i, gap)
+			}
+			distinct[gap] = true
+			prev = a
+		}
+		if len(distinct) < 2 {
+			t.Error("every gap was the same: no jitter")
+		}
+	})
+}
+
+func TestTrafficIsProofOfLife(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{}
+		m := Start(Config{Interval: time.Second, Probe: p.probe})
+		defer m.Stop()
+		for range 20 {
+			time.Sleep(500 * time.Millisecond)
+			m.Touch()
+		}
+		if n := len(p.times()); n != 0 {
+			t.Fatalf("%d probes of a member with traffic every 500ms", n)
+		}
+		time.Sleep(1200 * time.Millisecond)
+		if n := len(p.times()); n != 1 {
+			t.Fatalf("%d probes 1.2s after the traffic stopped, want 1", n)
+		}
+	})
+}
+
+func TestUnhealthyAfterThresholdFailuresInARow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{}
+		p.failing.Store(true)
+		var unhealthy atomic.Int32
+		var results []int
+		m := Start(Config{
+			Interval: time.Second, Threshold: 3, Probe: p.probe,
+			OnProbe:     func(_ error, failures int) { results = append(results, failures) },
+			OnUnhealthy: func(error) { unhealthy.Add(1) },
+		})
+		defer m.Stop()
+		time.Sleep(2500 * time.Millisecond)
+		if m.Failures() != 2 || unhealthy.Load() != 0 || m.Unhealthy() {
+			t.Fatalf("after 2 failures: failures=%d unhealthy=%d", m.Failures(), unhealthy.Load())
+		}
+		time.Sleep(time.Second)
+		if unhealthy.Load() != 1 || !m.Unhealthy() {
+			t.Fatalf("OnUnhealthy called %d times after the third failure, want 1", unhealthy.Load())
+		}
+		time.Sleep(10 * time.Second)
+		if n := len(p.times()); n != 3 {
+			t.Errorf("%d probes; the prober must stop once the member is unhealthy", n)
+		}
+		if len(results) != 3 || results[2] != 3 {
+			t.Errorf("OnProbe saw failures %v, want [1 2 3]", results)
+		}
+	})
+}
+
+func TestSuccessResetsTheFailureCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{}
+		p.failing.Store(true)
+		var unhealthy atomic.Int32
+		m := Start(Config{Interval: time.Second, Threshold: 2, Probe: p.probe, OnUnhealthy: func(error) { unhealthy.Add(1) }})
+		defer m.Stop()
+		time.Sleep(1500 * time.Millisecond)
+		p.failing.Store(false)
+		time.Sleep(time.Second)
+		p.failing.Store(true)
+		time.Sleep(time.Second)
+		if unhealthy.Load() != 0 || m.Failures() != 1 {
+			t.Fatalf("fail, succeed, fail: unhealthy=%d failures=%d; want 0 and 1", unhealthy.Load(), m.Failures())
+		}
+	})
+}
+
+func TestProbeTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{block: true}
+		m := Start(Config{Interval: time.Second, Timeout: 300 * time.Millisecond, Probe: p.probe})
+		defer m.Stop()
+		start := time.Now()
+		err := m.Check(context.Background())
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 300*time.Millisecond {
+			t.Fatalf("Check = %v after %v; want the probe's deadline after 300ms", err, time.Since(start))
+		}
+	})
+}
+
+func TestConcurrentChecksShareOneProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var probes atomic.Int32
+		m := Start(Config{Probe: func(context.Context) error {
+			probes.Add(1)
+			<-release
+			return nil
+		}})
+		defer m.Stop()
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if err := m.Check(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if n := probes.Load(); n != 1 {
+			t.Errorf("%d probes for 50 concurrent checks, want 1", n)
+		}
+	})
+}
+
+func TestStopEndsAProbeUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{block: true}
+		m := Start(Config{Interval: time.Second, Timeout: time.Hour, Probe: p.probe})
+		time.Sleep(1500 * time.Millisecond)
+		m.Stop()
+		m.Stop()
+		if n := len(p.times()); n != 1 {
+			t.Fatalf("%d probes, want the one Stop interrupted", n)
+		}
+	})
+}
+
+func TestNoBackgroundProbesWithoutInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{}
+		m := Start(Config{Probe: p.probe})
+		defer m.Stop()
+		time.Sleep(time.Hour)
+		if n := len(p.times()); n != 0 {
+			t.Fatalf("%d background probes with the prober off", n)
+		}
+		if m.IdleFor() != time.Hour {
+			t.Errorf("IdleFor = %v, want 1h", m.IdleFor())
+		}
+		if err := m.Check(context.Background()); err != nil || m.IdleFor() != 0 {
+			t.Errorf("Check = %v, IdleFor after = %v", err, m.IdleFor())
+		}
+	})
+}
