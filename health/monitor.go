@@ -84,7 +84,9 @@ func Start(cfg Config) *Monitor {
 func (m *Monitor) Touch() { m.last.Store(time.Now().UnixNano()) }
 
 // IdleFor is how long the member has not been heard from.
-func (m *Monitor) IdleFor() time.Duration { return time.Duration(time.Now().UnixNano() - m.last.Load()) }
+func (m *Monitor) IdleFor() time.Duration {
+	return time.Duration(time.Now().UnixNano() - m.last.Load())
+}
 
 // Failures is the number of failed probes in a row.
 func (m *Monitor) Failures() int { return int(m.failures.Load()) }
