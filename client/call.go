@@ -39,9 +39,22 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 		if err != nil {
 			return c.unavailable(method, err)
 		}
+		if err := c.validate(ctx, s); err != nil {
+			// Nothing was sent: replace the session and take another.
+			var pe *probeError
+			switch {
+			case ctx.Err() != nil:
+				return c.unavailable(method, &reconnect.WaitError{Ctx: ctx.Err(), Last: err})
+			case errors.As(err, &pe) && pe.verdict.class == classFatal:
+				return pe.err
+			}
+			c.replace(s, err)
+			continue
+		}
 		ex := &exchange{}
 		err = send(withExchange(ctx, ex), s)
 		if err == nil {
+			s.health.Touch()
 			return nil
 		}
 		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
@@ -52,6 +65,9 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 		case classCaller:
 			if c.closed.Load() {
 				return fmt.Errorf("%w: %w", ErrClosed, err)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("resilientmcp: %s: no answer before the deadline; the request may have run on the server: %w", method, err)
 			}
 			return err
 		case classFatal:

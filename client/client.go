@@ -49,9 +49,12 @@ type ResilientClient struct {
 	toolsMu sync.RWMutex
 	tools   map[string]mcp.Tool // from the last tools/list, for the replay decision
 
-	state    atomic.Int32 // State
-	notifier stateNotifier
-	stats    counters
+	stateMu   sync.Mutex   // orders state computations and their notifications
+	slotState atomic.Int32 // reconnect.State of the slot
+	degraded  atomic.Bool  // the session in service is failing probes
+	state     atomic.Int32 // State, as last computed
+	notifier  stateNotifier
+	stats     counters
 }
 
 var _ mcpclient.MCPClient = (*ResilientClient)(nil)
@@ -128,8 +131,25 @@ func (c *ResilientClient) initRequest() *mcp.InitializeRequest {
 // State reports the client's connectivity.
 func (c *ResilientClient) State() State { return State(c.state.Load()) }
 
+// onSlotState is called with the slot's lock held: it must not call the
+// slot.
 func (c *ResilientClient) onSlotState(_, to reconnect.State) {
-	next := fromSlotState(to)
+	c.slotState.Store(int32(to))
+	if to == reconnect.Ready {
+		c.degraded.Store(false) // a session going into service has failed nothing yet
+	}
+	c.refreshState()
+}
+
+// refreshState recomputes State from the slot's state and the health of the
+// session in service, and reports a change.
+func (c *ResilientClient) refreshState() {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	next := fromSlotState(reconnect.State(c.slotState.Load()))
+	if next == Ready && c.degraded.Load() {
+		next = Degraded
+	}
 	if prev := State(c.state.Swap(int32(next))); prev != next {
 		c.log.Debug("state", "from", prev, "to", next)
 		c.notifier.notify(prev, next)

@@ -40,11 +40,18 @@ type options struct {
 	stateHandler     func(from, to State)
 	logger           *slog.Logger
 	invalid          []error
+	// frozenProber keeps the background prober from running, as in a
+	// process frozen between requests (serverless); tests set it.
+	frozenProber bool
 }
+
+// defaultKeepAlive is the keepalive interval unless WithKeepAlive says
+// otherwise.
+const defaultKeepAlive = 30 * time.Second
 
 func defaultOptions() options {
 	return options{
-		keepAlive:        30 * time.Second,
+		keepAlive:        defaultKeepAlive,
 		failureThreshold: 1,
 		newBackOff:       reconnect.DefaultBackOff,
 		maxAttempts:      3,
@@ -60,9 +67,13 @@ func (o *options) invalidf(format string, args ...any) {
 	o.invalid = append(o.invalid, fmt.Errorf(format, args...))
 }
 
-// WithKeepAlive probes a session that has been idle for interval, and probes
-// before use a session not heard from within interval. Default 30s; 0
-// disables probing.
+// WithKeepAlive probes a session that has been idle for interval, in the
+// background, and replaces it if it does not answer; and it probes before
+// use a session not heard from within interval (the process was frozen, or
+// the prober could not run). Probes are ping in the session era and
+// server/discover in the stateless era; a session with traffic is never
+// probed. Default 30s. 0 turns the background prober off; a session idle
+// for longer than 30s is then still probed before use.
 func WithKeepAlive(interval time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if interval < 0 {

@@ -11,6 +11,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/health"
 )
 
 // session is one generation: an mcp-go client and its transport, initialized
@@ -23,9 +25,15 @@ type session struct {
 	version    string
 	result     *mcp.InitializeResult
 	request    *mcp.InitializeRequest // the request it was opened with
+	health     *health.Monitor        // set when the session goes into service
 }
 
-func (s *session) close() { _ = s.mc.Close() }
+func (s *session) close() {
+	if s.health != nil {
+		s.health.Stop()
+	}
+	_ = s.mc.Close()
+}
 
 // lossKind is why a session was taken out of service.
 type lossKind int
@@ -34,6 +42,7 @@ const (
 	lossExpired     lossKind = iota // the server forgot it or changed protocol version: open a new one
 	lossUnreachable                 // no connection could be made: the session may be fine, ask it once the server answers
 	lossRequested                   // the caller initialized again with another request
+	lossUnhealthy                   // failed its probes: the connection is dead or hung
 )
 
 // lostError is the cause a session was taken out of service with; the dial
@@ -60,7 +69,9 @@ func (c *ResilientClient) dial(ctx context.Context, prev *session, cause error) 
 	defer cancel()
 	var lost *lostError
 	errors.As(cause, &lost)
-	if prev != nil && lost != nil && lost.kind == lossUnreachable {
+	// A session whose prober gave up has no keepalive any more; open a new
+	// one rather than revive it.
+	if prev != nil && lost != nil && lost.kind == lossUnreachable && !prev.health.Unhealthy() {
 		v, err := c.probe(ctx, prev)
 		switch {
 		case err == nil:
@@ -77,10 +88,16 @@ func (c *ResilientClient) dial(ctx context.Context, prev *session, cause error) 
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil && lost != nil && lost.kind == lossExpired {
+	switch {
+	case prev == nil || lost == nil || lost.kind == lossRequested:
+	case lost.kind == lossExpired:
 		c.stats.reinitializations.Add(1)
 		c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
+	default:
+		c.stats.redials.Add(1)
+		c.log.Info("session replaced", "cause", lost.err, "version", s.version)
 	}
+	c.watch(s)
 	return s, nil
 }
 

@@ -14,6 +14,7 @@ import (
 type conn struct {
 	client     *net.TCPConn
 	lastActive atomic.Int64 // Proxy.now() of the last byte in either direction
+	blackholed atomic.Bool  // BlackholeAll caught it: forward nothing, ever
 
 	mu       sync.Mutex
 	upstream *net.TCPConn // nil until the upstream dial completes
@@ -131,7 +132,7 @@ func (p *Proxy) forward(c *conn, dst *net.TCPConn, b []byte, fromClient bool) er
 	c.lastActive.Store(p.now())
 	// Blackhole wins over every other fault because it promises to close
 	// nothing.
-	if p.blackhole.Load() {
+	if p.blackhole.Load() || c.blackholed.Load() {
 		return nil
 	}
 	// Response bytes prove the server ran the request; resetting now means

@@ -315,6 +315,24 @@ func TestBlackhole(t *testing.T) {
 	}
 }
 
+func TestBlackholeAllSparesNewConnections(t *testing.T) {
+	e := newEcho(t)
+	p := newProxy(t, e.ln.Addr().String())
+	old := dial(t, p.Addr())
+	roundTrip(t, old, "a")
+	p.BlackholeAll()
+	if _, err := old.Write([]byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := readErr(old, 100*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read on a half-open conn: %v, want a timeout", err)
+	}
+	roundTrip(t, dial(t, p.Addr()), "new") // a new connection is unaffected
+	if got := e.received.Load(); got != 4 {
+		t.Errorf("upstream received %d bytes, want 4 (none from the half-open conn)", got)
+	}
+}
+
 func TestRefuse(t *testing.T) {
 	srv, _ := httpUpstream(t)
 	p := newProxy(t, srv.Listener.Addr().String())

@@ -137,6 +137,18 @@ func (p *Proxy) SetCloseIdle(d time.Duration) {
 // resumes forwarding of new bytes only; discarded bytes stay lost.
 func (p *Proxy) SetBlackhole(on bool) { p.blackhole.Store(on) }
 
+// BlackholeAll makes every connection open now half-open for good, like a
+// NAT or load balancer that lost the flows' state and silently drops their
+// packets: bytes from either side are read and discarded, nothing is closed.
+// Connections made afterwards are not affected.
+func (p *Proxy) BlackholeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.blackholed.Store(true)
+	}
+}
+
 // SetLatency delays every chunk forwarded, in both directions, by d.
 // Zero disables it.
 func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }

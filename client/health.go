@@ -1,0 +1,113 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/resilientmcp/resilientmcp/health"
+)
+
+// validateAfter is how long a session may go unheard from before a call
+// probes it first. It is the keepalive interval; with keepalive off, the
+// default interval, so that an idle session is still checked before use
+// while steady traffic never pays a round trip for it.
+func (o *options) validateAfter() time.Duration {
+	if o.keepAlive > 0 {
+		return o.keepAlive
+	}
+	return defaultKeepAlive
+}
+
+// probeError carries a failed probe's classification to whoever acts on it.
+type probeError struct {
+	verdict verdict
+	err     error
+}
+
+func (e *probeError) Error() string { return "probe: " + e.err.Error() }
+func (e *probeError) Unwrap() error { return e.err }
+
+// loss is why a session that failed a probe must go.
+func (e *probeError) loss() *lostError {
+	switch {
+	case e.verdict.class == classSessionExpired:
+		return &lostError{kind: lossExpired, err: e}
+	case e.verdict.unreachable:
+		return &lostError{kind: lossUnreachable, err: e}
+	}
+	return &lostError{kind: lossUnhealthy, err: e}
+}
+
+// checkSession probes s. A first failure that may be only a pooled
+// connection the far side dropped while idle (F3, F4) is tried once more on a
+// fresh connection: that is exactly what probing after idle is for.
+func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
+	v, err := c.probe(ctx, s)
+	if err != nil && v.class == classOutcomeUnknown && ctx.Err() == nil {
+		c.httpClient.CloseIdleConnections()
+		v, err = c.probe(ctx, s)
+	}
+	if err != nil {
+		return &probeError{verdict: v, err: err}
+	}
+	return nil
+}
+
+// watch starts the health monitor of a session going into service.
+func (c *ResilientClient) watch(s *session) {
+	interval := c.opts.keepAlive
+	if c.opts.frozenProber {
+		interval = 0
+	}
+	s.health = health.Start(health.Config{
+		Interval:  interval,
+		Timeout:   c.opts.probeTimeout(),
+		Threshold: c.opts.failureThreshold,
+		Probe:     func(ctx context.Context) error { return c.checkSession(ctx, s) },
+		OnProbe: func(err error, failures int) {
+			c.stats.probes.Add(1)
+			if err != nil {
+				c.stats.probeFailures.Add(1)
+				c.log.Warn("keepalive probe failed", "failures", failures, "err", err)
+			}
+			c.setDegraded(s, failures > 0)
+		},
+		OnUnhealthy: func(err error) { c.replace(s, err) },
+	})
+}
+
+// replace takes s out of service, if it still is, because of a failed probe.
+func (c *ResilientClient) replace(s *session, err error) {
+	cur, gen, ok := c.slot.Current()
+	if !ok || cur != s {
+		return
+	}
+	lost := &lostError{kind: lossUnhealthy, err: err}
+	var pe *probeError
+	if errors.As(err, &pe) {
+		lost = pe.loss()
+	}
+	if c.slot.Invalidate(gen, lost) {
+		c.log.Info("replacing session", "cause", err)
+	}
+}
+
+// validate probes s before a call is sent on it if s has not been heard from
+// within the keepalive interval: the process may have been frozen, or the
+// keepalive prober could not run, while a middlebox dropped the connection or
+// the server forgot the session.
+func (c *ResilientClient) validate(ctx context.Context, s *session) error {
+	if s.health.IdleFor() < c.opts.validateAfter() {
+		return nil
+	}
+	return s.health.Check(ctx)
+}
+
+// setDegraded records whether the session in service is failing probes.
+func (c *ResilientClient) setDegraded(s *session, failing bool) {
+	if cur, _, ok := c.slot.Current(); ok && cur == s {
+		c.degraded.Store(failing)
+		c.refreshState()
+	}
+}

@@ -1,0 +1,174 @@
+package resilientmcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// incrementTimes makes n calls to the non-idempotent tool, each after idling
+// with fault applied, and checks that each succeeds and runs exactly once.
+func (r *rig) incrementTimes(n int, idle time.Duration, fault func()) {
+	r.t.Helper()
+	for i := range n {
+		fault()
+		time.Sleep(idle)
+		before := r.srv.ToolRuns("increment")
+		if err := r.increment(); err != nil {
+			r.t.Fatalf("call %d after idling: %v", i, err)
+		}
+		if ran := r.srv.ToolRuns("increment") - before; ran != 1 {
+			r.t.Fatalf("call %d: increment ran %d times, want 1", i, ran)
+		}
+	}
+}
+
+// F3: something between client and server closes connections idle for
+// 30ms with a FIN. The next call after each idle period succeeds.
+func TestF3IdleConnectionClosedByTheFarSide(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(0))
+	r.start()
+	r.proxy.SetCloseIdle(30 * time.Millisecond)
+	accepted := r.proxy.Accepted()
+	r.incrementTimes(20, 80*time.Millisecond, func() {})
+	if n := r.proxy.Accepted() - accepted; n < 20 {
+		t.Errorf("only %d new connections for 20 calls: the far side did not close the idle ones, so nothing was tested", n)
+	}
+}
+
+// F4: a NAT or load balancer forgets the connection without telling anyone
+// and answers the next packet with RST. With keepalive, the probe meets the
+// dead connection instead of the call.
+func TestF4SilentlyDroppedConnection(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, true, client.WithKeepAlive(40*time.Millisecond))
+			r.start()
+			r.incrementTimes(20, 60*time.Millisecond, r.proxy.DropAll)
+			if s := r.c.Stats(); s.Probes < 20 {
+				t.Errorf("%d probes: the calls did not idle past the keepalive interval", s.Probes)
+			}
+		})
+	}
+}
+
+// F5: the connection goes half-open: packets vanish, nothing is closed.
+func TestF5BlackholedConnection(t *testing.T) {
+	t.Run("keepalive replaces the session before a call meets it", func(t *testing.T) {
+		r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(100*time.Millisecond))
+		r.start()
+		r.proxy.BlackholeAll()
+		eventually(t, "the dead session to be replaced", func() bool {
+			s := r.c.Stats()
+			return s.Redials == 1 && r.c.State() == client.Ready
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := callTool(ctx, r.c, "increment", nil); err != nil {
+			t.Fatalf("call after detection: %v", err)
+		}
+		if runs := r.srv.ToolRuns("increment"); runs != 1 {
+			t.Errorf("increment ran %d times, want 1", runs)
+		}
+		if s := r.c.Stats(); s.ProbeFailures < 1 {
+			t.Errorf("stats %+v: no failed probe recorded", s)
+		}
+	})
+
+	t.Run("one failed probe below the threshold is Degraded, not replaced", func(t *testing.T) {
+		var mu sync.Mutex
+		var seen []string
+		r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, true,
+			client.WithKeepAlive(100*time.Millisecond), client.WithKeepAliveFailureThreshold(2),
+			client.WithStateHandler(func(from, to client.State) {
+				mu.Lock()
+				seen = append(seen, fmt.Sprint(from, ">", to))
+				mu.Unlock()
+			}))
+		r.start()
+		r.proxy.BlackholeAll()
+		// The failed probe's connection is dropped with it, so the next
+		// probe goes out on a new connection and succeeds.
+		eventually(t, "Degraded and back", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Contains(seen, "Ready>Degraded") && slices.Contains(seen, "Degraded>Ready")
+		})
+		if s := r.c.Stats(); s.Redials != 0 || s.ProbeFailures != 1 {
+			t.Errorf("stats %+v: want one failed probe and no replacement", s)
+		}
+		r.mustEcho("after recovery")
+	})
+
+	t.Run("without keepalive the call ends at its deadline", func(t *testing.T) {
+		r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(0))
+		r.start()
+		r.proxy.BlackholeAll()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := callTool(ctx, r.c, "echo", map[string]any{"text": "lost"})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call on a half-open connection = %v; want the deadline", err)
+		}
+		t.Logf("caller saw: %v", err)
+		r.mustEcho("on a new connection")
+	})
+}
+
+// F6: the server forgets sessions idle for 300ms (it sweeps every second).
+func TestF6ServerSessionIdleTTL(t *testing.T) {
+	cfg := testserver.Config{Era: testserver.SessionEra, SessionIdleTTL: 300 * time.Millisecond}
+	t.Run("keepalive keeps the session alive", func(t *testing.T) {
+		r := newRig(t, cfg, false, client.WithKeepAlive(100*time.Millisecond))
+		r.start()
+		time.Sleep(2200 * time.Millisecond)
+		r.mustEcho("still here")
+		if s := r.c.Stats(); s.Reinitializations != 0 || s.Probes < 10 {
+			t.Errorf("stats %+v: want probes every ~100ms and no re-initialization", s)
+		}
+	})
+	t.Run("without keepalive it expires and is re-initialized", func(t *testing.T) {
+		r := newRig(t, cfg, false, client.WithKeepAlive(0))
+		r.start()
+		time.Sleep(2200 * time.Millisecond)
+		if err := r.increment(); err != nil {
+			t.Fatal(err)
+		}
+		if runs := r.srv.ToolRuns("increment"); runs != 1 {
+			t.Errorf("increment ran %d times, want 1", runs)
+		}
+		if s := r.c.Stats(); s.Reinitializations != 1 {
+			t.Errorf("%d re-initializations, want 1", s.Reinitializations)
+		}
+	})
+}
+
+// F8: a server that declines the GET event stream with 405 gets at most one
+// GET per session and the client shows no error.
+func TestF8DeclinedEventStream(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era, DeclineGET: true}, false, client.WithKeepAlive(20*time.Millisecond))
+			r.start()
+			r.mustEcho("one")
+			if err := r.srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			r.mustEcho("two")
+			time.Sleep(100 * time.Millisecond)
+			r.mustEcho("three")
+			s := r.c.Stats()
+			sessions := 1 + int64(s.Reinitializations+s.Redials)
+			if gets := r.srv.HTTPRequests("GET"); gets > sessions {
+				t.Errorf("%d GETs for %d sessions", gets, sessions)
+			}
+		})
+	}
+}
