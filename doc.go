@@ -25,5 +25,6 @@
 //
 // The mechanisms live in packages of their own that know nothing of MCP or of
 // each other: reconnect (backoff, retry budget, one reconnect per
-// generation). Package client is the one place that joins them to mcp-go.
+// generation) and health (idle tracking, keepalive probing, failure
+// threshold). Package client is the one place that joins them to mcp-go.
 package resilientmcp
