@@ -24,7 +24,8 @@ func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, 
 // (401, not an MCP endpoint, no common protocol version) returns at once.
 //
 // Calling Initialize is optional: the first call initializes with a request
-// built from WithClientInfo.
+// built from WithClientInfo. Calling it again opens a new session with the
+// new request, as calling mcp-go's Initialize again would.
 func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequest) (*mcp.InitializeResult, error) {
 	r := &req
 	c.initReq.Store(r)
