@@ -8,7 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/pool"
 )
 
 // do is the one path every call takes: get a session, send, classify a
@@ -35,16 +35,18 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 	// answers 404 to everything still cannot hold a call in a loop.
 	replays := 0
 	for attempt := 1; ; {
-		s, gen, err := c.slot.Get(ctx)
+		lease, err := c.pool.Acquire(ctx)
 		if err != nil {
 			return c.unavailable(method, err)
 		}
+		s := lease.Value()
 		if err := c.validate(ctx, s); err != nil {
+			lease.Release()
 			// Nothing was sent: replace the session and take another.
 			var pe *probeError
 			switch {
 			case ctx.Err() != nil:
-				return c.unavailable(method, &reconnect.WaitError{Ctx: ctx.Err(), Last: err})
+				return c.unavailable(method, &pool.WaitError{Ctx: ctx.Err(), Last: err})
 			case errors.As(err, &pe) && pe.verdict.class == classFatal:
 				return pe.err
 			}
@@ -53,6 +55,7 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 		}
 		ex := &exchange{}
 		err = send(withExchange(ctx, ex), s)
+		lease.Release()
 		if err == nil {
 			s.health.Touch()
 			return nil
@@ -81,14 +84,14 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 				}
 				renegotiated = true
 			}
-			c.slot.Invalidate(gen, &lostError{kind: lossExpired, err: err})
+			lease.Discard(&lostError{kind: lossExpired, err: err})
 		case classNotSent:
 			if v.unreachable {
 				// Nothing reached the server. Hand the waiting to the
 				// reconnect loop, which tries on the backoff schedule for
 				// every caller at once; it does not count as an attempt.
 				log.Debug("server unreachable; waiting for reconnect")
-				c.slot.Invalidate(gen, &lostError{kind: lossUnreachable, err: err})
+				lease.Discard(&lostError{kind: lossUnreachable, err: err})
 				continue
 			}
 			if pauses == nil {
@@ -137,7 +140,7 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				return c.unavailable(method, &reconnect.WaitError{Ctx: ctx.Err(), Last: err})
+				return c.unavailable(method, &pool.WaitError{Ctx: ctx.Err(), Last: err})
 			}
 		}
 	}
@@ -162,9 +165,9 @@ func (c *ResilientClient) callContext(ctx context.Context) (context.Context, con
 // unavailable turns the reason no session could be had into the caller's
 // error.
 func (c *ResilientClient) unavailable(method string, err error) error {
-	var wait *reconnect.WaitError
+	var wait *pool.WaitError
 	switch {
-	case errors.Is(err, reconnect.ErrClosed), c.closed.Load():
+	case errors.Is(err, pool.ErrClosed), c.closed.Load():
 		return ErrClosed
 	case errors.As(err, &wait):
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, method, wait)

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/pool"
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
 
@@ -39,7 +40,7 @@ type ResilientClient struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	slot    *reconnect.Slot[*session]
+	pool    *pool.Pool[*session]
 	budget  *reconnect.Budget
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
@@ -49,12 +50,11 @@ type ResilientClient struct {
 	toolsMu sync.RWMutex
 	tools   map[string]mcp.Tool // from the last tools/list, for the replay decision
 
-	stateMu   sync.Mutex   // orders state computations and their notifications
-	slotState atomic.Int32 // reconnect.State of the slot
-	degraded  atomic.Bool  // the session in service is failing probes
-	state     atomic.Int32 // State, as last computed
-	notifier  stateNotifier
-	stats     counters
+	stateMu  sync.Mutex    // orders state computations and their notifications
+	members  []memberState // by pool member
+	state    atomic.Int32  // State, as last computed
+	notifier stateNotifier
+	stats    counters
 }
 
 var _ mcpclient.MCPClient = (*ResilientClient)(nil)
@@ -102,13 +102,15 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.notifier.handler = o.stateHandler
-	c.slot = reconnect.NewSlot(reconnect.Config[*session]{
+	c.members = make([]memberState, o.poolSize)
+	c.pool = pool.New(pool.Config[*session]{
+		Size:       o.poolSize,
 		Dial:       c.dial,
 		NewBackOff: o.newBackOff,
 		Release:    (*session).close,
-		OnState:    c.onSlotState,
-		OnDialError: func(err error, next time.Duration) {
-			c.log.Warn("connecting failed", "endpoint", endpoint, "err", err, "retry_in", next)
+		OnState:    c.onMemberState,
+		OnDialError: func(member int, err error, next time.Duration) {
+			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 		},
 	})
 	return c, nil
@@ -131,24 +133,37 @@ func (c *ResilientClient) initRequest() *mcp.InitializeRequest {
 // State reports the client's connectivity.
 func (c *ResilientClient) State() State { return State(c.state.Load()) }
 
-// onSlotState is called with the slot's lock held: it must not call the
-// slot.
-func (c *ResilientClient) onSlotState(_, to reconnect.State) {
-	c.slotState.Store(int32(to))
-	if to == reconnect.Ready {
-		c.degraded.Store(false) // a session going into service has failed nothing yet
+// memberState is what State is computed from, for one pool member.
+type memberState struct {
+	pool     atomic.Int32 // pool.State
+	degraded atomic.Bool  // its session in service is failing probes
+}
+
+// onMemberState is called with the pool's lock held: it must not call the
+// pool.
+func (c *ResilientClient) onMemberState(member int, _, to pool.State) {
+	c.members[member].pool.Store(int32(to))
+	if to == pool.Ready {
+		c.members[member].degraded.Store(false) // a new session has failed nothing yet
 	}
 	c.refreshState()
 }
 
-// refreshState recomputes State from the slot's state and the health of the
-// session in service, and reports a change.
+// refreshState recomputes State, the best state among the members, and
+// reports a change.
 func (c *ResilientClient) refreshState() {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	next := fromSlotState(reconnect.State(c.slotState.Load()))
-	if next == Ready && c.degraded.Load() {
-		next = Degraded
+	next := Closed
+	for i := range c.members {
+		m := &c.members[i]
+		st := fromPoolState(pool.State(m.pool.Load()))
+		if st == Ready && m.degraded.Load() {
+			st = Degraded
+		}
+		if next == Closed || rank(st) > rank(next) {
+			next = st
+		}
 	}
 	if prev := State(c.state.Swap(int32(next))); prev != next {
 		c.log.Debug("state", "from", prev, "to", next)
@@ -165,7 +180,7 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
-		c.slot.Close()
+		c.pool.Close()
 		c.notifier.wait()
 		if c.ownHTTPClient {
 			c.httpClient.CloseIdleConnections()
@@ -195,8 +210,8 @@ func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {
 // service, or "" when there is none. It is decided again on every
 // re-initialization.
 func (c *ResilientClient) ProtocolVersion() string {
-	if s, _, ok := c.slot.Current(); ok {
-		return s.version
+	if vs := c.pool.Values(); len(vs) > 0 {
+		return vs[0].version
 	}
 	return ""
 }

@@ -79,17 +79,13 @@ func (c *ResilientClient) watch(s *session) {
 
 // replace takes s out of service, if it still is, because of a failed probe.
 func (c *ResilientClient) replace(s *session, err error) {
-	cur, gen, ok := c.slot.Current()
-	if !ok || cur != s {
-		return
-	}
 	lost := &lostError{kind: lossUnhealthy, err: err}
 	var pe *probeError
 	if errors.As(err, &pe) {
 		lost = pe.loss()
 	}
-	if c.slot.Invalidate(gen, lost) {
-		c.log.Info("replacing session", "cause", err)
+	if c.pool.DiscardValue(s, lost) {
+		c.log.Info("replacing session", "member", s.member, "cause", err)
 	}
 }
 
@@ -104,10 +100,10 @@ func (c *ResilientClient) validate(ctx context.Context, s *session) error {
 	return s.health.Check(ctx)
 }
 
-// setDegraded records whether the session in service is failing probes.
+// setDegraded records whether a session is failing probes.
 func (c *ResilientClient) setDegraded(s *session, failing bool) {
-	if cur, _, ok := c.slot.Current(); ok && cur == s {
-		c.degraded.Store(failing)
+	if !s.health.Unhealthy() {
+		c.members[s.member].degraded.Store(failing)
 		c.refreshState()
 	}
 }

@@ -29,8 +29,10 @@ func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, 
 func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequest) (*mcp.InitializeResult, error) {
 	r := &req
 	c.initReq.Store(r)
-	if s, gen, ok := c.slot.Current(); ok && s.request != r {
-		c.slot.Invalidate(gen, &lostError{kind: lossRequested, err: errReinitializeRequested})
+	for _, s := range c.pool.Values() {
+		if s.request != r {
+			c.pool.DiscardValue(s, &lostError{kind: lossRequested, err: errReinitializeRequested})
+		}
 	}
 	var res *mcp.InitializeResult
 	err := c.do(ctx, string(mcp.MethodInitialize), true, func(_ context.Context, s *session) error {

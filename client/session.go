@@ -26,6 +26,7 @@ type session struct {
 	result     *mcp.InitializeResult
 	request    *mcp.InitializeRequest // the request it was opened with
 	health     *health.Monitor        // set when the session goes into service
+	member     int                    // the pool member it serves as
 }
 
 func (s *session) close() {
@@ -64,7 +65,7 @@ const connectTimeout = 20 * time.Second
 
 // dial is the reconnect loop's DialFunc: it puts prev back in service if only
 // the network failed and the session survived, else opens a new session.
-func (c *ResilientClient) dial(ctx context.Context, prev *session, cause error) (*session, error) {
+func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var lost *lostError
@@ -97,6 +98,7 @@ func (c *ResilientClient) dial(ctx context.Context, prev *session, cause error) 
 		c.stats.redials.Add(1)
 		c.log.Info("session replaced", "cause", lost.err, "version", s.version)
 	}
+	s.member = member
 	c.watch(s)
 	return s, nil
 }

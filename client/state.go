@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/pool"
 )
 
 // State is the connectivity of a ResilientClient, after grpc-go's
@@ -38,18 +38,36 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-func fromSlotState(s reconnect.State) State {
+func fromPoolState(s pool.State) State {
 	switch s {
-	case reconnect.Connecting:
+	case pool.Connecting:
 		return Connecting
-	case reconnect.Ready:
+	case pool.Ready:
 		return Ready
-	case reconnect.Reconnecting:
+	case pool.Reconnecting:
 		return Reconnecting
-	case reconnect.Closed:
+	case pool.Closed:
 		return Closed
 	}
 	return Idle
+}
+
+// rank orders states from worst to best, for the client's state: the best
+// among its sessions.
+func rank(s State) int {
+	switch s {
+	case Ready:
+		return 5
+	case Degraded:
+		return 4
+	case Reconnecting:
+		return 3
+	case Connecting:
+		return 2
+	case Idle:
+		return 1
+	}
+	return 0
 }
 
 // stateNotifier delivers transitions to the user's handler in order, on a

@@ -24,10 +24,6 @@ type counters struct {
 
 // Stats returns a snapshot of the client's counters.
 func (c *ResilientClient) Stats() Stats {
-	sessions := 0
-	if _, _, ok := c.slot.Current(); ok {
-		sessions = 1
-	}
 	return Stats{
 		Calls:             c.stats.calls.Load(),
 		Retries:           c.stats.retries.Load(),
@@ -36,7 +32,7 @@ func (c *ResilientClient) Stats() Stats {
 		Redials:           c.stats.redials.Load(),
 		Probes:            c.stats.probes.Load(),
 		ProbeFailures:     c.stats.probeFailures.Load(),
-		Sessions:          sessions,
+		Sessions:          c.pool.Stats().Ready,
 		InFlight:          int(c.stats.inFlight.Load()),
 	}
 }

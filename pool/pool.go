@@ -1,0 +1,395 @@
+// Package pool shares a fixed number of members (sessions, connections)
+// among goroutines, in the spirit of pgxpool: Acquire leases the ready
+// member with the fewest leases out and never hands out one known to be
+// broken; Discard takes a member's generation out of service and replaces it
+// in the background through a dial function with its own backoff; callers
+// wait, within their context, while members are being replaced.
+//
+// Each member has generations: the first caller that discards generation N
+// starts the one replacement; later discards of N are ignored. However many
+// goroutines saw a member fail, it is replaced once.
+//
+// The package knows nothing of MCP, HTTP, health checks or retry policy.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// ErrClosed is returned by Acquire once the Pool is closed.
+var ErrClosed = errors.New("pool: closed")
+
+// WaitError is returned by Acquire when ctx ends before a member is ready.
+// It wraps the context's error and the last dial error.
+type WaitError struct {
+	Ctx  error
+	Last error // nil if no dial had failed
+}
+
+func (e *WaitError) Error() string {
+	if e.Last == nil {
+		return fmt.Sprintf("waiting for a connection: %v", e.Ctx)
+	}
+	return fmt.Sprintf("waiting for a connection: %v (last attempt: %v)", e.Ctx, e.Last)
+}
+
+func (e *WaitError) Unwrap() []error {
+	if e.Last == nil {
+		return []error{e.Ctx}
+	}
+	return []error{e.Ctx, e.Last}
+}
+
+// DialFunc makes the next value of member (0 to Size-1). prev is the value
+// discarded (the zero value on the first dial) and cause is why (nil on the
+// first dial). It may return prev to put it back in service.
+type DialFunc[T comparable] func(ctx context.Context, member int, prev T, cause error) (T, error)
+
+// Config is the behaviour of a Pool. Size and Dial are required.
+type Config[T comparable] struct {
+	Size int
+	Dial DialFunc[T]
+	// NewBackOff is the schedule of one member's dial loop; each loop gets
+	// a fresh one. Required.
+	NewBackOff func() backoff.BackOff
+	// Permanent reports whether a dial error ends the loop: the callers
+	// waiting for that member get the error and the member goes Idle, to be
+	// dialled again by the next Acquire. Default: backoff.Permanent errors.
+	Permanent func(error) bool
+	// Release ends a value the Pool no longer holds, on a goroutine of its
+	// own that Close waits for. Default: nothing.
+	Release func(T)
+	// OnState is told of every member's transitions, with the Pool's lock
+	// held: it must be quick and must not call the Pool.
+	OnState func(member int, from, to State)
+	// OnDialError is told of each failed dial and the pause before the next
+	// (backoff.Stop when the loop ends).
+	OnDialError func(member int, err error, next time.Duration)
+}
+
+// Pool is a fixed set of members shared by goroutines. It is safe for
+// concurrent use.
+type Pool[T comparable] struct {
+	cfg    Config[T]
+	ctx    context.Context // ends at Close; dials run under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // dial loops and releases
+
+	mu      sync.Mutex
+	closed  bool
+	members []*member[T]
+	changed chan struct{} // closed and replaced on every change
+	next    int           // where the search for the least-leased member starts, to spread ties
+	stats   Stats
+}
+
+type member[T comparable] struct {
+	index     int
+	state     State
+	val       T
+	gen       uint64
+	leases    int
+	loop      uint64 // id of the current or last dial loop
+	lastErr   error
+	failed    error // permanent error that ended loop failedIn
+	failedIn  uint64
+	everReady bool
+}
+
+// New returns a Pool of Idle members. It does no I/O until the first
+// Acquire.
+func New[T comparable](cfg Config[T]) *Pool[T] {
+	if cfg.Permanent == nil {
+		cfg.Permanent = func(err error) bool {
+			var p *backoff.PermanentError
+			return errors.As(err, &p)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool[T]{cfg: cfg, ctx: ctx, cancel: cancel, changed: make(chan struct{})}
+	for i := range cfg.Size {
+		p.members = append(p.members, &member[T]{index: i})
+	}
+	return p
+}
+
+// Lease is one caller's use of a member. Release it when done.
+type Lease[T comparable] struct {
+	pool     *Pool[T]
+	member   *member[T]
+	gen      uint64
+	value    T
+	released bool
+}
+
+// Value is the leased member's value.
+func (l *Lease[T]) Value() T { return l.value }
+
+// Member is the index of the leased member.
+func (l *Lease[T]) Member() int { return l.member.index }
+
+// Release gives the lease back. Calling it twice is a no-op.
+func (l *Lease[T]) Release() {
+	p := l.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !l.released {
+		l.released = true
+		l.member.leases--
+	}
+}
+
+// Discard reports the leased generation broken because of cause: it is
+// taken out of service and a replacement is dialled in the background. It
+// reports whether this call started the replacement; false means the
+// generation was already gone. The lease stays to be released.
+func (l *Lease[T]) Discard(cause error) bool {
+	p := l.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.discardLocked(l.member, l.gen, cause)
+}
+
+// Acquire leases the ready member with the fewest leases out. If no member
+// is ready it starts dialling every idle one, or joins the dials under way,
+// and waits within ctx. It fails with a member's permanent dial error if
+// every member it waited for failed so, with a *WaitError when ctx ends, and
+// with ErrClosed once the Pool is closed.
+func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
+	joined := make(map[int]uint64, 0) // the loop of each member this call waits for
+	p.mu.Lock()
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if m := p.leastLeasedLocked(); m != nil {
+			m.leases++
+			p.stats.Acquires++
+			l := &Lease[T]{pool: p, member: m, gen: m.gen, value: m.val}
+			p.mu.Unlock()
+			return l, nil
+		}
+		var failed, last error
+		waiting := false
+		for _, m := range p.members {
+			if loop, ok := joined[m.index]; ok && m.failedIn == loop {
+				failed = m.failed
+				continue
+			}
+			if m.state == Idle {
+				var zero T
+				p.startLocked(m, zero, nil)
+			}
+			joined[m.index] = m.loop
+			waiting = true
+			if m.lastErr != nil {
+				last = m.lastErr
+			}
+		}
+		if !waiting {
+			p.mu.Unlock()
+			return nil, failed
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			p.mu.Lock()
+			for _, m := range p.members {
+				if m.lastErr != nil {
+					last = m.lastErr
+				}
+			}
+			p.mu.Unlock()
+			return nil, &WaitError{Ctx: ctx.Err(), Last: last}
+		}
+		p.mu.Lock()
+	}
+}
+
+// leastLeasedLocked picks among ready members the one with the fewest leases,
+// starting the search after the last pick so that ties take turns.
+func (p *Pool[T]) leastLeasedLocked() *member[T] {
+	var best *member[T]
+	n := len(p.members)
+	for i := range n {
+		m := p.members[(p.next+i)%n]
+		if m.state == Ready && (best == nil || m.leases < best.leases) {
+			best = m
+		}
+	}
+	if best != nil {
+		p.next = (best.index + 1) % n
+	}
+	return best
+}
+
+// DiscardValue takes v out of service if a member holds it now, as Discard
+// does for a lease. It is for callers that learn of a broken value outside a
+// lease, such as a health check.
+func (p *Pool[T]) DiscardValue(v T, cause error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.members {
+		if m.state == Ready && m.val == v {
+			return p.discardLocked(m, m.gen, cause)
+		}
+	}
+	return false
+}
+
+func (p *Pool[T]) discardLocked(m *member[T], gen uint64, cause error) bool {
+	if m.state != Ready || m.gen != gen {
+		return false
+	}
+	prev := m.val
+	var zero T
+	m.val = zero
+	p.stats.Discards++
+	p.startLocked(m, prev, cause)
+	return true
+}
+
+// Values returns the values in service now, by member.
+func (p *Pool[T]) Values() []T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var vs []T
+	for _, m := range p.members {
+		if m.state == Ready {
+			vs = append(vs, m.val)
+		}
+	}
+	return vs
+}
+
+// Close stops the dial loops, releases the values in service, wakes every
+// waiter with ErrClosed, and returns once every goroutine the Pool started
+// has exited. Leases still out stay valid to release. It is idempotent.
+func (p *Pool[T]) Close() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		for _, m := range p.members {
+			if m.state == Ready {
+				p.goRelease(m.val)
+			}
+			var zero T
+			m.val = zero
+			p.setStateLocked(m, Closed)
+		}
+		p.cancel()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *Pool[T]) startLocked(m *member[T], prev T, cause error) {
+	m.loop++
+	m.lastErr = nil
+	if m.everReady {
+		p.setStateLocked(m, Reconnecting)
+	} else {
+		p.setStateLocked(m, Connecting)
+	}
+	p.wg.Add(1)
+	go p.run(m, m.loop, prev, cause)
+}
+
+// run is one dial loop of member m. It owns prev until it puts a value in
+// service or gives up, and releases prev unless the dial handed it back.
+func (p *Pool[T]) run(m *member[T], loop uint64, prev T, cause error) {
+	defer p.wg.Done()
+	b := p.cfg.NewBackOff()
+	b.Reset()
+	for {
+		v, err := p.cfg.Dial(p.ctx, m.index, prev, cause)
+		p.mu.Lock()
+		p.stats.Dials++
+		if p.closed {
+			p.mu.Unlock()
+			if err == nil && v != prev {
+				p.goRelease(v)
+			}
+			p.releaseUnlessZero(prev)
+			return
+		}
+		if err == nil {
+			m.val, m.gen, m.everReady = v, m.gen+1, true
+			p.setStateLocked(m, Ready)
+			p.mu.Unlock()
+			if v != prev {
+				p.releaseUnlessZero(prev)
+			}
+			return
+		}
+		p.stats.DialErrors++
+		m.lastErr = err
+		next := backoff.Stop
+		if !p.cfg.Permanent(err) {
+			next = b.NextBackOff()
+		}
+		if next == backoff.Stop {
+			m.failed, m.failedIn = err, loop
+			p.setStateLocked(m, Idle)
+		} else {
+			p.broadcastLocked() // waiters may want the newer lastErr
+		}
+		p.mu.Unlock()
+		if p.cfg.OnDialError != nil {
+			p.cfg.OnDialError(m.index, err, next)
+		}
+		if next == backoff.Stop {
+			p.releaseUnlessZero(prev)
+			return
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-t.C:
+		case <-p.ctx.Done():
+			t.Stop()
+			p.releaseUnlessZero(prev)
+			return
+		}
+	}
+}
+
+func (p *Pool[T]) releaseUnlessZero(v T) {
+	var zero T
+	if v != zero {
+		p.goRelease(v)
+	}
+}
+
+func (p *Pool[T]) goRelease(v T) {
+	if p.cfg.Release == nil {
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.cfg.Release(v)
+	}()
+}
+
+func (p *Pool[T]) setStateLocked(m *member[T], to State) {
+	from := m.state
+	m.state = to
+	p.broadcastLocked()
+	if from != to && p.cfg.OnState != nil {
+		p.cfg.OnState(m.index, from, to)
+	}
+}
+
+func (p *Pool[T]) broadcastLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}

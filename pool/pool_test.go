@@ -1,0 +1,280 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type conn struct{ id int }
+
+// dialer is a scripted DialFunc: it fails with the queued errors first, then
+// hands out new conns, recording when each attempt was made and why.
+type dialer struct {
+	mu       sync.Mutex
+	errs     []error
+	attempts []time.Time
+	causes   []error
+	next     int
+}
+
+func (d *dialer) dial(_ context.Context, _ int, _ *conn, cause error) (*conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.attempts = append(d.attempts, time.Now())
+	d.causes = append(d.causes, cause)
+	if len(d.errs) > 0 {
+		err := d.errs[0]
+		d.errs = d.errs[1:]
+		return nil, err
+	}
+	d.next++
+	return &conn{id: d.next}, nil
+}
+
+func (d *dialer) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.attempts)
+}
+
+func constant(d time.Duration) func() backoff.BackOff {
+	return func() backoff.BackOff { return backoff.NewConstantBackOff(d) }
+}
+
+func newPool(size int, d *dialer, opts ...func(*Config[*conn])) *Pool[*conn] {
+	cfg := Config[*conn]{Size: size, Dial: d.dial, NewBackOff: constant(time.Second)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return New(cfg)
+}
+
+func TestAcquireLeasesTheLeastLeasedMember(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &dialer{}
+		p := newPool(4, d)
+		defer p.Close()
+		first, err := p.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // every member dialled
+		if d.count() != 4 {
+			t.Fatalf("%d dials for a pool of 4", d.count())
+		}
+		var leases []*Lease[*conn]
+		per := map[int]int{first.Member(): 1}
+		for range 7 {
+			l, err := p.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			per[l.Member()]++
+			leases = append(leases, l)
+		}
+		for m, n := range per {
+			if n != 2 {
+				t.Errorf("member %d has %d of 8 leases, want 2 each: %v", m, n, per)
+			}
+		}
+		// Free member 2's leases: the next lease goes to it.
+		for _, l := range append(leases, first) {
+			if l.Member() == 2 {
+				l.Release()
+			}
+		}
+		if l, _ := p.Acquire(t.Context()); l.Member() != 2 {
+			t.Errorf("leased member %d, want the idle member 2", l.Member())
+		}
+		if s := p.Stats(); s.Ready != 4 || s.Leased != 7 || s.Acquires != 9 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+}
+
+func TestDiscardReplacesOneGenerationOnceAndNeverHandsItOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &dialer{}
+		var released atomic.Int32
+		p := newPool(2, d, func(c *Config[*conn]) { c.Release = func(*conn) { released.Add(1) } })
+		defer p.Close()
+		l, _ := p.Acquire(t.Context())
+		synctest.Wait()
+		broken := l.Value()
+		cause := errors.New("session gone")
+		var started atomic.Int32
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Go(func() {
+				if l.Discard(cause) {
+					started.Add(1)
+				}
+				other, err := p.Acquire(t.Context())
+				if err != nil || other.Value() == broken {
+					t.Errorf("Acquire after discard = %v, %v; never the discarded value", other.Value(), err)
+				}
+				other.Release()
+			})
+		}
+		wg.Wait()
+		l.Release()
+		synctest.Wait()
+		if started.Load() != 1 || d.count() != 3 || released.Load() != 1 {
+			t.Fatalf("%d discards started a replacement, %d dials, %d released; want 1, 3, 1", started.Load(), d.count(), released.Load())
+		}
+		if d.causes[2] != cause {
+			t.Errorf("replacement dial cause = %v", d.causes[2])
+		}
+		if p.DiscardValue(broken, cause) {
+			t.Error("a value no longer in service was discarded")
+		}
+		if s := p.Stats(); s.Ready != 2 || s.Discards != 1 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+}
+
+func TestAcquireWaitsForAReplacementOnTheBackOffSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("connection refused")
+		d := &dialer{}
+		p := New(Config[*conn]{Size: 1, Dial: d.dial, NewBackOff: func() backoff.BackOff {
+			return backoff.NewExponentialBackOff(backoff.WithRandomizationFactor(0), backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMultiplier(2))
+		}})
+		defer p.Close()
+		l, _ := p.Acquire(t.Context())
+		l.Release()
+		d.mu.Lock()
+		d.errs = []error{refused, refused, refused}
+		d.mu.Unlock()
+		start := time.Now()
+		l.Discard(refused)
+		l2, err := p.Acquire(t.Context())
+		if err != nil || l2.Value().id != 2 {
+			t.Fatalf("Acquire = %v, %v", l2, err)
+		}
+		want := []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond}
+		for i, at := range d.attempts[1:] {
+			if got := at.Sub(start); got != want[i] {
+				t.Errorf("attempt %d at %v, want %v", i, got, want[i])
+			}
+		}
+	})
+}
+
+func TestWaitErrorCarriesTheLastCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("connection refused")
+		d := &dialer{errs: []error{refused, refused, refused, refused}}
+		p := newPool(1, d)
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+		defer cancel()
+		_, err := p.Acquire(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, refused) {
+			t.Fatalf("Acquire = %v; want the deadline wrapping the dial error", err)
+		}
+		if d.count() != 3 {
+			t.Errorf("%d dials in 2.5s at 1s intervals, want 3", d.count())
+		}
+		// The loop goes on for the next caller.
+		if l, err := p.Acquire(t.Context()); err != nil || l == nil {
+			t.Fatalf("later Acquire = %v", err)
+		}
+	})
+}
+
+func TestPermanentErrorFailsWaitersAndTheNextAcquireRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		denied := backoff.Permanent(errors.New("401"))
+		d := &dialer{errs: []error{denied, denied}}
+		p := newPool(2, d)
+		defer p.Close()
+		if _, err := p.Acquire(t.Context()); !errors.Is(err, denied) {
+			t.Fatalf("Acquire = %v, want the permanent error", err)
+		}
+		if d.count() != 2 {
+			t.Fatalf("%d dials; a permanent error must not be retried", d.count())
+		}
+		if l, err := p.Acquire(t.Context()); err != nil || l == nil {
+			t.Fatalf("next Acquire = %v; want a new dial that succeeds", err)
+		}
+	})
+}
+
+func TestDialMayReviveThePreviousValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var released atomic.Int32
+		first := &conn{id: 1}
+		p := New(Config[*conn]{Size: 1, NewBackOff: constant(time.Second),
+			Dial: func(_ context.Context, _ int, prev *conn, _ error) (*conn, error) {
+				if prev != nil {
+					return prev, nil
+				}
+				return first, nil
+			},
+			Release: func(*conn) { released.Add(1) },
+		})
+		l, _ := p.Acquire(t.Context())
+		l.Discard(errors.New("network blip"))
+		l.Release()
+		l2, err := p.Acquire(t.Context())
+		if err != nil || l2.Value() != first {
+			t.Fatalf("Acquire = %v, %v; want the first value back", l2.Value(), err)
+		}
+		if l.Discard(errors.New("stale")) {
+			t.Error("a stale lease discarded the revived generation")
+		}
+		synctest.Wait()
+		if released.Load() != 0 {
+			t.Error("a revived value was released")
+		}
+		l2.Release()
+		p.Close()
+		if released.Load() != 1 {
+			t.Errorf("Close released %d values, want 1", released.Load())
+		}
+	})
+}
+
+func TestCloseWakesWaitersAndStopsDialling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &dialer{errs: make([]error, 1000)}
+		for i := range d.errs {
+			d.errs[i] = errors.New("refused")
+		}
+		var states []State
+		p := newPool(1, d, func(c *Config[*conn]) { c.OnState = func(_ int, _, to State) { states = append(states, to) } })
+		errc := make(chan error)
+		go func() {
+			_, err := p.Acquire(context.Background())
+			errc <- err
+		}()
+		time.Sleep(3500 * time.Millisecond)
+		p.Close()
+		if err := <-errc; !errors.Is(err, ErrClosed) {
+			t.Fatalf("waiter got %v, want ErrClosed", err)
+		}
+		n := d.count()
+		time.Sleep(10 * time.Second)
+		if d.count() != n || n != 4 {
+			t.Errorf("%d dials before Close and %d after; want 4 and none", n, d.count()-n)
+		}
+		if _, err := p.Acquire(t.Context()); !errors.Is(err, ErrClosed) {
+			t.Errorf("Acquire after Close = %v", err)
+		}
+		if len(states) != 2 || states[0] != Connecting || states[1] != Closed {
+			t.Errorf("states %v, want [Connecting Closed]", states)
+		}
+	})
+}
