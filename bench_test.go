@@ -2,10 +2,14 @@ package resilientmcp_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
@@ -68,4 +72,81 @@ func waitFor(b *testing.B, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 	b.Fatal("timed out")
+}
+
+// BenchmarkThroughput compares ResilientClient with raw mcp-go, on the same
+// in-process server in the same sub-benchmark: b.N echo calls spread over
+// the goroutines, first through one raw mcp-go client (its default
+// http.Client, as users have it), then through a ResilientClient with the
+// given pool size. It reports both rates and their ratio (x-raw > 1: the
+// ResilientClient is faster).
+func BenchmarkThroughput(b *testing.B) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	for _, goroutines := range []int{1, 16, 256} {
+		for _, size := range []int{1, 4} {
+			b.Run(fmt.Sprintf("goroutines=%d/pool=%d", goroutines, size), func(b *testing.B) {
+				raw := rawClient(b, srv.URL())
+				rc, err := client.New(srv.URL(), client.WithPoolSize(size))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer rc.Close()
+				if _, err := rc.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+					b.Fatal(err)
+				}
+				rawRate := callRate(b, b.N, goroutines, raw.CallTool)
+				rate := callRate(b, b.N, goroutines, rc.CallTool)
+				b.ReportMetric(rate, "calls/s")
+				b.ReportMetric(rawRate, "raw-calls/s")
+				b.ReportMetric(rate/rawRate, "x-raw")
+			})
+		}
+	}
+}
+
+func rawClient(b *testing.B, url string) *mcpclient.Client {
+	b.Helper()
+	raw, err := mcpclient.NewStreamableHttpClient(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { raw.Close() })
+	if err := raw.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "raw", Version: "0"}
+	if _, err := raw.Initialize(context.Background(), req); err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// callRate makes n echo calls over the given number of goroutines and
+// returns calls per second.
+func callRate(b *testing.B, n, goroutines int, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)) float64 {
+	b.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"text": "x"}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range goroutines {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := call(context.Background(), req); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
 }

@@ -24,7 +24,8 @@
 //	defer c.Close()
 //
 // The mechanisms live in packages of their own that know nothing of MCP or of
-// each other: reconnect (backoff, retry budget, one reconnect per
-// generation) and health (idle tracking, keepalive probing, failure
-// threshold). Package client is the one place that joins them to mcp-go.
+// each other: reconnect (backoff, retry budget), health (idle tracking,
+// keepalive probing, failure threshold) and pool (sessions shared by
+// goroutines, one replacement per generation). Package client is the one
+// place that joins them to mcp-go.
 package resilientmcp

@@ -53,7 +53,7 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			c.replace(s, err)
 			continue
 		}
-		ex := &exchange{}
+		ex := newExchange()
 		err = send(withExchange(ctx, ex), s)
 		lease.Release()
 		if err == nil {
@@ -123,6 +123,13 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 				return fmt.Errorf("resilientmcp: %s: session lost %d times in a row: %w", method, replays, err)
 			}
 			c.stats.replays.Add(1)
+		} else if v.staleConnection {
+			// A pooled connection that died says nothing of the server;
+			// a restart can fail several at once. Paid from the budget,
+			// but not counted against the call's attempts.
+			if !c.budget.TryWithdraw() {
+				return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
+			}
 		} else {
 			if attempt >= c.opts.maxAttempts {
 				return fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, attempt, err)

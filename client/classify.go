@@ -46,13 +46,18 @@ type verdict struct {
 	renegotiate bool
 	// retryAfter: the server asked for this pause (429, 503).
 	retryAfter time.Duration
+	// staleConnection: the connection failed under a request that went out
+	// on a pooled connection: most likely one the far side had already
+	// dropped (a restart, an idle timeout), which says nothing of whether
+	// the server fails requests.
+	staleConnection bool
 }
 
 // classify decides what a failed attempt means. It is the one place that
 // interprets mcp-go's errors; every rule is by errors.Is/As or by the HTTP
 // status the exchange recorded, because mcp-go has no status type.
 func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
-	status, retryAfter := ex.snapshot()
+	status, retryAfter, reused := ex.snapshot()
 	switch {
 	case ctxDone:
 		return verdict{class: classCaller}
@@ -107,7 +112,7 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 		return verdict{class: classFatal}
 	}
 	// Reset, EOF, a timeout or a stream broken after the request was written.
-	return verdict{class: classOutcomeUnknown}
+	return verdict{class: classOutcomeUnknown, staleConnection: reused && status == 0 && isNetworkError(err)}
 }
 
 // isNetworkError reports whether err is the connection failing, as opposed to

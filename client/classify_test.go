@@ -35,6 +35,7 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		retryAfter time.Duration
 		sessionEra bool
 		ctxDone    bool
+		reused     bool
 		want       class
 		check      func(verdict) bool
 	}{
@@ -60,7 +61,12 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		{name: "F7: DNS failure", err: wire(&url.Error{Op: "Post", Err: &net.DNSError{Err: "no such host", Name: "mcp.invalid"}}), want: classNotSent,
 			check: func(v verdict) bool { return v.unreachable }},
 		{name: "F2/F3: EOF on a reused connection", err: wire(&url.Error{Op: "Post", Err: io.EOF}), want: classOutcomeUnknown},
-		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), want: classOutcomeUnknown},
+		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), want: classOutcomeUnknown,
+			check: func(v verdict) bool { return !v.staleConnection }},
+		{name: "F3/F4: reset on a pooled connection", err: wire(netErr("read", syscall.ECONNRESET)), reused: true, want: classOutcomeUnknown,
+			check: func(v verdict) bool { return v.staleConnection }},
+		{name: "502 on a pooled connection is the server's answer", err: wire(errors.New("request failed with status 502")), status: 502, reused: true, want: classOutcomeUnknown,
+			check: func(v verdict) bool { return !v.staleConnection }},
 		{name: "F5: timeout", err: wire(netErr("read", os.ErrDeadlineExceeded)), want: classOutcomeUnknown},
 		{name: "stream broken mid-response", err: transport.NewError(fmt.Errorf("reading SSE: %w", io.ErrUnexpectedEOF)), status: 200, want: classOutcomeUnknown},
 		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, want: classFatal},
@@ -68,7 +74,7 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &exchange{status: tt.status, retryAfter: tt.retryAfter}
+			ex := &exchange{status: tt.status, retryAfter: tt.retryAfter, reused: tt.reused}
 			v := classify(tt.err, tt.sessionEra, ex, tt.ctxDone)
 			if v.class != tt.want {
 				t.Fatalf("classify(%v) = %v, want %v", tt.err, v.class, tt.want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,18 @@ type exchange struct {
 	status     int           // of the last response; 0 if none came
 	retryAfter time.Duration // from the last response's Retry-After
 	dialErr    error         // the first dial failure of this attempt
+	reused     bool          // the last request went out on a pooled connection
+	trace      httptrace.ClientTrace
+}
+
+func newExchange() *exchange {
+	ex := &exchange{}
+	ex.trace.GotConn = func(info httptrace.GotConnInfo) {
+		ex.mu.Lock()
+		ex.reused = info.Reused
+		ex.mu.Unlock()
+	}
+	return ex
 }
 
 type exchangeKey struct{}
@@ -27,10 +40,10 @@ func withExchange(ctx context.Context, ex *exchange) context.Context {
 	return context.WithValue(ctx, exchangeKey{}, ex)
 }
 
-func (ex *exchange) snapshot() (status int, retryAfter time.Duration) {
+func (ex *exchange) snapshot() (status int, retryAfter time.Duration, reused bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	return ex.status, ex.retryAfter
+	return ex.status, ex.retryAfter, ex.reused
 }
 
 // deleteTimeout bounds the DELETE that ends a session. mcp-go gives it five
@@ -60,7 +73,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		// connection attempts a reconnect loop makes against a down server.
 		return nil, dialErr
 	}
-	resp, err := t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), &ex.trace)))
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if err != nil {

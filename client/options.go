@@ -121,7 +121,10 @@ func WithBackOff(newBackOff func() backoff.BackOff) Option {
 
 // WithMaxAttempts is how many times one call may be sent, for failures that
 // are safe to retry. Waiting for an unreachable server to come back does not
-// count: nothing was sent. Default 3.
+// count (nothing was sent), nor does a pooled connection found dead under
+// the request (a restart kills many at once; the retry budget still bounds
+// those). Replays after a re-initialization have a cap of their own, also n.
+// Default 3.
 func WithMaxAttempts(n int) Option {
 	return optionFunc(func(o *options) {
 		if n < 1 {

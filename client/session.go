@@ -107,7 +107,7 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 // era; server/discover in the stateless one, where ping no longer exists (and
 // mcp-go's Ping sends nothing).
 func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error) {
-	ex := &exchange{}
+	ex := newExchange()
 	pctx := withExchange(ctx, ex)
 	var err error
 	if s.sessionEra {
@@ -133,7 +133,7 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	// era. An older server that answers unknown methods with an empty result
 	// would then never see initialize; ask again, and believe the era only if
 	// the server lists the version.
-	res, err := s.mc.Discover(withExchange(ctx, &exchange{}), mcp.DiscoverRequest{})
+	res, err := s.mc.Discover(withExchange(ctx, newExchange()), mcp.DiscoverRequest{})
 	if err == nil && slices.Contains(res.SupportedVersions, s.version) {
 		return s, nil
 	}
@@ -146,7 +146,7 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 }
 
 func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption) (*session, error) {
-	ex := &exchange{}
+	ex := newExchange()
 	ctx = withExchange(ctx, ex)
 	tr, err := transport.NewStreamableHTTP(c.endpoint, c.transportOptions...)
 	if err != nil {

@@ -56,3 +56,24 @@ func TestBudgetAbsorbsABurstButBoundsSteadyRetries(t *testing.T) {
 		}
 	})
 }
+
+func TestBudgetLetsABusyClientRetryABurstBeyondTheReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(10*time.Second, 10, 0.2)
+		// 3000 calls in the last second, then a restart fails 256 of them.
+		for range 3000 {
+			b.Deposit()
+		}
+		time.Sleep(time.Second)
+		for i := range 256 {
+			if !b.TryWithdraw() {
+				t.Fatalf("retry %d of 256 refused after 3000 calls", i)
+			}
+		}
+		// An hour later the deposits have expired: only the reserve is left.
+		time.Sleep(time.Hour)
+		if got := b.Balance(); got != 100 {
+			t.Errorf("balance %v an hour later, want the reserve of 100", got)
+		}
+	})
+}

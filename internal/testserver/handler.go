@@ -41,6 +41,9 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.ContentLength = int64(len(body))
 	}
 
+	if s.stall(r) {
+		return
+	}
 	cfg := inst.cfg
 	switch {
 	case cfg.NotMCP:
@@ -78,6 +81,9 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	inst.backend(w, r)
+	if slices.Contains(msg.methods, "initialize") {
+		s.sessions.record(w.Header().Get("Mcp-Session-Id"))
+	}
 }
 
 // dropConnection closes the connection without an answer, so the client

@@ -106,6 +106,7 @@ type Server struct {
 
 	faults   faults
 	counters counters
+	sessions sessions
 }
 
 // instance is one running generation of the server: everything a restart

@@ -614,3 +614,25 @@ func nextUpdate(got <-chan mcp.JSONRPCNotification, wait time.Duration) (mcp.JSO
 		}
 	}
 }
+
+func TestStallSessionHoldsOnlyThatSession(t *testing.T) {
+	srv, err := Start(Config{Era: SessionEra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	stuck, ok := connect(t, srv.URL()), connect(t, srv.URL())
+	ids := srv.SessionIDs()
+	if len(ids) != 2 {
+		t.Fatalf("SessionIDs = %v, want 2", ids)
+	}
+	srv.StallSession(ids[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := stuck.Ping(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ping on the stalled session = %v, want the deadline", err)
+	}
+	if err := ok.Ping(context.Background()); err != nil {
+		t.Errorf("ping on the other session = %v", err)
+	}
+}
