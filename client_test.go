@@ -419,6 +419,8 @@ func TestConcurrentCallsAcrossRestarts(t *testing.T) {
 	const goroutines, restarts = 64, 3
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(stopWorkers) // before the rig's cleanup closes the client, even if the test fails early
 	var mu sync.Mutex
 	var failures []error
 	calls := 0
@@ -460,8 +462,7 @@ func TestConcurrentCallsAcrossRestarts(t *testing.T) {
 		eventually(t, fmt.Sprintf("re-initialization %d", n), func() bool { return r.c.Stats().Reinitializations >= uint64(n) })
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stopWorkers()
 	for i, err := range failures {
 		if i < 5 {
 			t.Errorf("call failed: %v", err)

@@ -66,6 +66,10 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ex.mu.Lock()
 	dialErr := ex.dialErr
+	// What is recorded describes the last request only: one attempt may
+	// send several (mcp-go's Initialize sends server/discover, then
+	// initialize), and an earlier answer must not be read as this one's.
+	ex.status, ex.retryAfter, ex.reused = 0, 0, false
 	ex.mu.Unlock()
 	if dialErr != nil {
 		// mcp-go follows a failed server/discover with initialize; when the

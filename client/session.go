@@ -73,14 +73,17 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	// A session whose prober gave up has no keepalive any more; open a new
 	// one rather than revive it.
 	if prev != nil && lost != nil && lost.kind == lossUnreachable && !prev.health.Unhealthy() {
-		v, err := c.probe(ctx, prev)
+		err := c.checkSession(ctx, prev)
+		var pe *probeError
 		switch {
 		case err == nil:
 			c.log.Info("server reachable again; session kept", "version", prev.version)
 			return prev, nil
-		case v.class == classFatal:
+		case !errors.As(err, &pe):
+			return nil, err
+		case pe.verdict.class == classFatal:
 			return nil, backoff.Permanent(err)
-		case v.class != classSessionExpired:
+		case pe.verdict.class != classSessionExpired:
 			return nil, err
 		}
 		lost = &lostError{kind: lossExpired, err: err}

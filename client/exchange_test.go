@@ -1,0 +1,43 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+)
+
+type scripted []func() (*http.Response, error)
+
+func (s *scripted) RoundTrip(*http.Request) (*http.Response, error) {
+	next := (*s)[0]
+	*s = (*s)[1:]
+	return next()
+}
+
+// The exchange describes the last request of an attempt only: a 400 to
+// server/discover followed by a dead connection under initialize must
+// classify as the dead connection, not as a fatal 400.
+func TestExchangeDescribesOnlyTheLastRequest(t *testing.T) {
+	dead := errors.New("http: server closed idle connection")
+	tr := &tracker{next: &scripted{
+		func() (*http.Response, error) {
+			return &http.Response{StatusCode: 400, Header: http.Header{"Retry-After": {"3"}}, Body: http.NoBody}, nil
+		},
+		func() (*http.Response, error) { return nil, dead },
+	}}
+	ex := newExchange()
+	ctx := withExchange(context.Background(), ex)
+	for range 2 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/mcp", http.NoBody)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	if status, retryAfter, _ := ex.snapshot(); status != 0 || retryAfter != 0 {
+		t.Fatalf("after a failed request the exchange still says status %d, Retry-After %v", status, retryAfter)
+	}
+	if v := classify(wire(dead), true, ex, false); v.class != classOutcomeUnknown {
+		t.Errorf("classified as %v, want outcome unknown", v.class)
+	}
+}
