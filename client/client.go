@@ -44,8 +44,9 @@ type ResilientClient struct {
 	budget  *reconnect.Budget
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
-	handlersMu sync.RWMutex
-	handlers   []func(mcp.JSONRPCNotification)
+	notifications  *dispatcher
+	memory         memory      // subscriptions and logging level, restored on every new session
+	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
 
 	toolsMu sync.RWMutex
 	tools   map[string]mcp.Tool // from the last tools/list, for the replay decision
@@ -80,7 +81,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget()}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher()}
 	base := o.httpClient
 	if base == nil {
 		base, c.ownHTTPClient = tunedHTTPClient(), true
@@ -181,6 +182,7 @@ func (c *ResilientClient) Close() error {
 		c.closed.Store(true)
 		c.stop()
 		c.pool.Close()
+		c.notifications.close()
 		c.notifier.wait()
 		if c.ownHTTPClient {
 			c.httpClient.CloseIdleConnections()
@@ -191,18 +193,19 @@ func (c *ResilientClient) Close() error {
 
 // OnNotification registers a handler for the server's notifications. It is
 // kept across re-initializations and receives the notifications of every
-// session. Handlers run on the session's reader: keep them fast.
+// session, in the order they arrived, on a goroutine of the client's: a slow
+// handler does not stall the sessions. If handlers fall more than 1024
+// notifications behind, newer ones are dropped and counted in
+// Stats().DroppedNotifications. In the session era, register handlers before
+// the first call: they decide whether sessions open the event stream that
+// carries notifications.
 func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) {
-	c.handlersMu.Lock()
-	c.handlers = append(c.handlers, handler)
-	c.handlersMu.Unlock()
+	c.notifications.add(handler)
 }
 
 func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {
-	c.handlersMu.RLock()
-	defer c.handlersMu.RUnlock()
-	for _, h := range c.handlers {
-		h(n)
+	if !c.notifications.deliver(n) {
+		c.log.Warn("notification dropped: handlers are too slow", "method", n.Method)
 	}
 }
 

@@ -83,15 +83,31 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 	})
 }
 
+// Subscribe subscribes to updates of a resource. The subscription is
+// remembered and restored on every new session, so updates keep arriving
+// across re-initializations. In the stateless era it is a filter on the
+// session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
-	return c.do(ctx, string(mcp.MethodResourcesSubscribe), true, func(ctx context.Context, s *session) error {
-		return s.mc.Subscribe(ctx, req)
+	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), true, func(ctx context.Context, s *session) error {
+		if err := s.mc.Subscribe(ctx, req); err != nil {
+			return err
+		}
+		c.memory.subscribed(req.Params.URI, true)
+		c.relisten(s)
+		return nil
 	})
+	return err
 }
 
+// Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
 	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), true, func(ctx context.Context, s *session) error {
-		return s.mc.Unsubscribe(ctx, req)
+		if err := s.mc.Unsubscribe(ctx, req); err != nil {
+			return err
+		}
+		c.memory.subscribed(req.Params.URI, false)
+		c.relisten(s)
+		return nil
 	})
 }
 
@@ -146,9 +162,15 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 	})
 }
 
+// SetLevel sets the level of log messages the server sends. The level is
+// remembered and restored on every new session.
 func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
 	return c.do(ctx, string(mcp.MethodSetLogLevel), true, func(ctx context.Context, s *session) error {
-		return s.mc.SetLevel(ctx, req)
+		if err := s.mc.SetLevel(ctx, req); err != nil {
+			return err
+		}
+		c.memory.setLevel(req.Params.Level)
+		return nil
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -27,9 +29,16 @@ type session struct {
 	request    *mcp.InitializeRequest // the request it was opened with
 	health     *health.Monitor        // set when the session goes into service
 	member     int                    // the pool member it serves as
+
+	ctx       context.Context // ends at close; the listen stream runs under it
+	cancel    context.CancelFunc
+	listenGen atomic.Uint64  // which relisten owns the stream
+	listeners sync.WaitGroup // listen loops
 }
 
 func (s *session) close() {
+	s.cancel()
+	s.listeners.Wait()
 	if s.health != nil {
 		s.health.Stop()
 	}
@@ -92,6 +101,11 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	if err != nil {
 		return nil, err
 	}
+	s.member = member
+	if err := c.restore(ctx, s); err != nil {
+		s.close()
+		return nil, err
+	}
 	switch {
 	case prev == nil || lost == nil || lost.kind == lossRequested:
 	case lost.kind == lossExpired:
@@ -101,7 +115,6 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		c.stats.redials.Add(1)
 		c.log.Info("session replaced", "cause", lost.err, "version", s.version)
 	}
-	s.member = member
 	c.watch(s)
 	return s, nil
 }
@@ -126,9 +139,38 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error
 
 // open opens and initializes a session, deciding the protocol era afresh: a
 // restarted server may have been upgraded or rolled back.
+//
+// In the session era, mcp-go carries server notifications on a GET stream
+// that it opens only on a transport made to listen, and such a transport
+// skips server/discover. So once a server was seen in the session era, and
+// someone wants notifications, sessions are opened that way directly; a
+// server that no longer takes the session handshake is then negotiated with
+// afresh.
 func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	req := c.initRequest()
-	s, err := c.openWith(ctx, req, nil)
+	if c.sessionEraSeen.Load() && c.wantsEventStream() {
+		s, err := c.openWith(ctx, req, nil, true)
+		if err == nil || !isPermanent(err) {
+			return s, err
+		}
+		c.log.Info("session handshake refused; negotiating the protocol era again", "err", err)
+	}
+	s, err := c.negotiate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c.sessionEraSeen.Store(s.sessionEra)
+	if !s.sessionEra || !c.wantsEventStream() {
+		return s, nil
+	}
+	s.close()
+	return c.openWith(ctx, req, nil, true)
+}
+
+// negotiate opens a session the way mcp-go decides the era: server/discover
+// first, initialize if that fails.
+func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequest) (*session, error) {
+	s, err := c.openWith(ctx, req, nil, false)
 	if err != nil || s.sessionEra {
 		return s, err
 	}
@@ -145,13 +187,22 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
 	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
-	return c.openWith(ctx, req, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	return c.openWith(ctx, req, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION), false)
 }
 
-func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption) (*session, error) {
+func isPermanent(err error) bool {
+	var p *backoff.PermanentError
+	return errors.As(err, &p)
+}
+
+func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, error) {
 	ex := newExchange()
 	ctx = withExchange(ctx, ex)
-	tr, err := transport.NewStreamableHTTP(c.endpoint, c.transportOptions...)
+	topts := c.transportOptions
+	if listen {
+		topts = append(slices.Clip(topts), transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(c.endpoint, topts...)
 	if err != nil {
 		return nil, backoff.Permanent(err)
 	}
@@ -177,11 +228,13 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		return nil, err
 	}
 	version := mc.ProtocolVersion()
-	return &session{
+	s := &session{
 		mc:         mc,
 		sessionEra: !mcp.IsModernProtocol(version),
 		version:    version,
 		result:     res,
 		request:    req,
-	}, nil
+	}
+	s.ctx, s.cancel = context.WithCancel(c.lifetime)
+	return s, nil
 }

@@ -13,6 +13,9 @@ type Stats struct {
 	ProbeFailures     uint64 // keepalive probes that failed
 	Sessions          int    // sessions in service now
 	InFlight          int    // calls in progress now
+	// DroppedNotifications counts notifications dropped because the
+	// handlers were more than 1024 behind.
+	DroppedNotifications uint64
 }
 
 type counters struct {
@@ -34,5 +37,7 @@ func (c *ResilientClient) Stats() Stats {
 		ProbeFailures:     c.stats.probeFailures.Load(),
 		Sessions:          c.pool.Stats().Ready,
 		InFlight:          int(c.stats.inFlight.Load()),
+
+		DroppedNotifications: c.notifications.dropped.Load(),
 	}
 }

@@ -1,0 +1,134 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// memory is what the caller set up on its sessions and every new session
+// must have again: a transparent re-initialization is only transparent if
+// the new session is the old one in every way the caller can see.
+type memory struct {
+	mu    sync.Mutex
+	subs  []string // resource URIs subscribed to, in order
+	level mcp.LoggingLevel
+}
+
+func (m *memory) subscribed(uri string, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := slices.Index(m.subs, uri)
+	switch {
+	case on && i < 0:
+		m.subs = append(m.subs, uri)
+	case !on && i >= 0:
+		m.subs = slices.Delete(m.subs, i, i+1)
+	}
+}
+
+func (m *memory) setLevel(level mcp.LoggingLevel) {
+	m.mu.Lock()
+	m.level = level
+	m.mu.Unlock()
+}
+
+func (m *memory) snapshot() ([]string, mcp.LoggingLevel) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.subs), m.level
+}
+
+// wantsEventStream reports whether sessions must carry server notifications:
+// someone listens for them, or subscribed to something.
+func (c *ResilientClient) wantsEventStream() bool {
+	subs, _ := c.memory.snapshot()
+	return c.notifications.hasHandlers() || len(subs) > 0
+}
+
+// restore puts what the caller set up back on a new session, before it goes
+// into service, so a replayed call finds it there.
+func (c *ResilientClient) restore(ctx context.Context, s *session) error {
+	subs, level := c.memory.snapshot()
+	if level != "" {
+		// In the stateless era this only records the level, which every
+		// request then carries.
+		if err := s.mc.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: level}}); err != nil {
+			return fmt.Errorf("restoring logging level %s: %w", level, err)
+		}
+	}
+	for _, uri := range subs {
+		// In the stateless era this only adds to the filter of the
+		// subscriptions/listen stream started below.
+		err := s.mc.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
+		switch {
+		case err == nil:
+		case errors.As(err, new(*transport.Error)):
+			return fmt.Errorf("restoring subscription to %s: %w", uri, err)
+		default:
+			// The new server refuses it (the resource is gone, say):
+			// retrying cannot help, and must not keep the session out.
+			c.log.Warn("subscription not restored: the server refused it", "uri", uri, "err", err)
+			c.memory.subscribed(uri, false)
+		}
+	}
+	if len(subs) > 0 || level != "" {
+		c.log.Info("session state restored", "member", s.member, "subscriptions", len(subs), "level", level)
+	}
+	c.relisten(s)
+	return nil
+}
+
+// subscriptionFilter is what a stateless-era session listens for.
+func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
+	subs, _ := c.memory.snapshot()
+	listening := c.notifications.hasHandlers()
+	return mcp.SubscriptionFilter{
+		ToolsListChanged:      listening,
+		PromptsListChanged:    listening,
+		ResourcesListChanged:  listening,
+		ResourceSubscriptions: subs,
+	}
+}
+
+// relisten (re)starts the subscriptions/listen stream of a stateless-era
+// session with the current filter. The stateless era has no GET stream:
+// notifications arrive on this stream only, and only those asked for. mcp-go
+// ends the stream a newer Listen supersedes; one the server ends (a restart)
+// is opened again after a pause.
+func (c *ResilientClient) relisten(s *session) {
+	if s.sessionEra {
+		return
+	}
+	filter := c.subscriptionFilter()
+	gen := s.listenGen.Add(1)
+	if filter.IsEmpty() {
+		return
+	}
+	s.listeners.Add(1)
+	go func() {
+		defer s.listeners.Done()
+		pauses := c.opts.newBackOff()
+		for {
+			err := s.mc.Listen(s.ctx, filter)
+			if s.ctx.Err() != nil || s.listenGen.Load() != gen {
+				return
+			}
+			pause := pauses.NextBackOff()
+			c.log.Info("subscriptions/listen stream ended; listening again", "err", err, "pause", pause)
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}()
+}

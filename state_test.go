@@ -1,0 +1,82 @@
+package resilientmcp_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// notifications collects what the client's handlers receive.
+func notifications(c *client.ResilientClient) <-chan mcp.JSONRPCNotification {
+	got := make(chan mcp.JSONRPCNotification, 256)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		select {
+		case got <- n:
+		default:
+		}
+	})
+	return got
+}
+
+// awaitUpdate asks the server to update the resource until the client's
+// handler hears of it: subscriptions are set up asynchronously (an event
+// stream or a listen stream opens after the call that asked for it).
+func awaitUpdate(t *testing.T, srv *testserver.Server, got <-chan mcp.JSONRPCNotification) {
+	t.Helper()
+	for range 200 {
+		srv.UpdateResource(testserver.CounterURI)
+		deadline := time.After(25 * time.Millisecond)
+		for waiting := true; waiting; {
+			select {
+			case n := <-got:
+				if n.Method == string(mcp.MethodNotificationResourceUpdated) && n.Params.AdditionalFields["uri"] == testserver.CounterURI {
+					return
+				}
+			case <-deadline:
+				waiting = false
+			}
+		}
+	}
+	t.Fatal("no notifications/resources/updated reached the handler")
+}
+
+// F15: a subscription survives the server forgetting the session: the
+// update after the restart still reaches the caller's handler, without the
+// caller doing anything. The logging level is restored the same way.
+func TestF15SubscriptionsAndLevelSurviveRestart(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false, client.WithKeepAlive(50*time.Millisecond))
+			got := notifications(r.c)
+			r.start()
+			if err := r.c.Subscribe(r.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: testserver.CounterURI}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.c.SetLevel(r.ctx(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
+				t.Fatal(err)
+			}
+			awaitUpdate(t, r.srv, got)
+
+			if err := r.srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			if era == testserver.SessionEra {
+				eventually(t, "the re-initialization", func() bool { return r.c.Stats().Reinitializations == 1 })
+			}
+			awaitUpdate(t, r.srv, got)
+
+			if era == testserver.SessionEra {
+				if n := r.srv.RPCs("resources/subscribe"); n != 2 {
+					t.Errorf("server saw %d resources/subscribe, want 2: the caller's and the restored one", n)
+				}
+				if n := r.srv.RPCs("logging/setLevel"); n != 2 {
+					t.Errorf("server saw %d logging/setLevel, want 2: the caller's and the restored one", n)
+				}
+			}
+		})
+	}
+}
