@@ -76,6 +76,11 @@ func TestF15SubscriptionsAndLevelSurviveRestart(t *testing.T) {
 				if n := r.srv.RPCs("logging/setLevel"); n != 2 {
 					t.Errorf("server saw %d logging/setLevel, want 2: the caller's and the restored one", n)
 				}
+				// Without traffic, notifications reach an idle client only
+				// on the GET event stream: one per session.
+				if n := r.srv.HTTPRequests("GET"); n < 2 {
+					t.Errorf("server saw %d GET event streams for 2 sessions", n)
+				}
 			}
 		})
 	}
