@@ -1,6 +1,7 @@
 package resilientmcp_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -83,5 +84,69 @@ func TestF15SubscriptionsAndLevelSurviveRestart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// F14: the server comes back with other tools. The handlers hear
+// notifications/tools/list_changed, and replay follows the new annotations:
+// increment, now read-only, is replayed; add, no longer idempotent, is not.
+func TestF14ToolsChangedAcrossRestart(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	got := notifications(r.c)
+	r.start()
+	r.srv.Reconfigure(testserver.Config{Era: testserver.SessionEra, Tools: testserver.ToolsChanged})
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.mustEcho("after the restart") // re-initializes, and lists the tools again
+	eventually(t, "notifications/tools/list_changed", func() bool {
+		select {
+		case n := <-got:
+			return n.Method == mcp.MethodNotificationToolsListChanged
+		default:
+			return false
+		}
+	})
+
+	r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+	if err := r.increment(); err != nil {
+		t.Fatalf("increment, now read-only, after a lost answer: %v", err)
+	}
+	if runs := r.srv.ToolRuns("increment"); runs != 2 {
+		t.Errorf("increment ran %d times, want 2 (the lost answer and the replay)", runs)
+	}
+
+	r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+	_, err := callTool(r.ctx(), r.c, "add", map[string]any{"a": 1, "b": 2})
+	if !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("add, no longer idempotent, after a lost answer = %v; want ErrOutcomeUnknown", err)
+	}
+	if runs := r.srv.ToolRuns("add"); runs != 1 {
+		t.Errorf("add ran %d times, want 1", runs)
+	}
+	if s := r.c.Stats(); s.Reinitializations != 1 {
+		t.Errorf("%d re-initializations, want 1", s.Reinitializations)
+	}
+}
+
+// The same restart with the same tools announces nothing.
+func TestUnchangedToolsAreNotAnnounced(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	got := notifications(r.c)
+	r.start()
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.mustEcho("after the restart")
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case n := <-got:
+		if n.Method == mcp.MethodNotificationToolsListChanged {
+			t.Fatal("tools/list_changed announced though nothing changed")
+		}
+	default:
+	}
+	if n := r.srv.RPCs("tools/list"); n != 2 {
+		t.Errorf("server saw %d tools/list, want 2: the caller's and the one after re-initializing", n)
 	}
 }

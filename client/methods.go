@@ -179,25 +179,3 @@ func (c *ResilientClient) Complete(ctx context.Context, req mcp.CompleteRequest)
 		return mc.Complete(ctx, req)
 	})
 }
-
-func (c *ResilientClient) rememberTools(tools []mcp.Tool, complete bool) {
-	c.toolsMu.Lock()
-	defer c.toolsMu.Unlock()
-	if complete || c.tools == nil {
-		c.tools = make(map[string]mcp.Tool, len(tools))
-	}
-	for _, t := range tools {
-		c.tools[t.Name] = t
-	}
-}
-
-// toolSafe decides whether a tools/call may be replayed.
-func (c *ResilientClient) toolSafe(name string) bool {
-	c.toolsMu.RLock()
-	t, ok := c.tools[name]
-	c.toolsMu.RUnlock()
-	if !ok {
-		t = mcp.Tool{Name: name}
-	}
-	return c.opts.retryToolCall(t)
-}

@@ -87,6 +87,7 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		switch {
 		case err == nil:
 			c.log.Info("server reachable again; session kept", "version", prev.version)
+			c.refreshTools(ctx, prev)
 			return prev, nil
 		case !errors.As(err, &pe):
 			return nil, err
@@ -115,6 +116,8 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		c.stats.redials.Add(1)
 		c.log.Info("session replaced", "cause", lost.err, "version", s.version)
 	}
+	c.noteServerChange(prev, s)
+	c.refreshTools(ctx, s)
 	c.watch(s)
 	return s, nil
 }
