@@ -1,10 +1,14 @@
 package resilientmcp_test
 
 import (
+	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
@@ -148,5 +152,48 @@ func TestUnchangedToolsAreNotAnnounced(t *testing.T) {
 	}
 	if n := r.srv.RPCs("tools/list"); n != 2 {
 		t.Errorf("server saw %d tools/list, want 2: the caller's and the one after re-initializing", n)
+	}
+}
+
+// echoModel is a sampling handler that answers with the prompt, upper-cased,
+// and counts the requests it served.
+type echoModel struct{ served atomic.Int64 }
+
+func (m *echoModel) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	m.served.Add(1)
+	text := ""
+	if len(req.Messages) > 0 {
+		if tc, ok := req.Messages[0].Content.(mcp.TextContent); ok {
+			text = strings.ToUpper(tc.Text)
+		}
+	}
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(text)},
+		Model:           "echo-model",
+	}, nil
+}
+
+// A sampling handler given through WithClientOptions serves the server's
+// requests on every session: after a re-initialization too.
+func TestSamplingHandlerServesAfterReinitialization(t *testing.T) {
+	model := &echoModel{}
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false,
+		client.WithClientOptions(mcpclient.WithSamplingHandler(model)))
+	r.start()
+	ask := func(prompt string) {
+		t.Helper()
+		got, err := callTool(r.ctx(), r.c, "ask", map[string]any{"prompt": prompt})
+		if err != nil || got != strings.ToUpper(prompt) {
+			t.Fatalf("ask %q = %q, %v", prompt, got, err)
+		}
+	}
+	ask("before")
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.mustEcho("re-initialize")
+	ask("after")
+	if s := r.c.Stats(); s.Reinitializations != 1 || model.served.Load() != 2 {
+		t.Errorf("%d re-initializations, %d sampling requests served; want 1 and 2", s.Reinitializations, model.served.Load())
 	}
 }

@@ -193,7 +193,10 @@ func WithClientInfo(info mcp.Implementation) Option {
 }
 
 // WithClientOptions passes mcp-go client options (sampling, roots and
-// elicitation handlers, protocol version) to every session. Default none.
+// elicitation handlers, protocol version) to every session of every
+// generation. Default none. In the session era the server sends its own
+// requests (sampling, roots, elicitation) on the GET event stream, so with
+// these options sessions keep that stream open.
 func WithClientOptions(opts ...mcpclient.ClientOption) Option {
 	return optionFunc(func(o *options) { o.clientOptions = append(o.clientOptions, opts...) })
 }

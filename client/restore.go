@@ -45,11 +45,14 @@ func (m *memory) snapshot() ([]string, mcp.LoggingLevel) {
 	return slices.Clone(m.subs), m.level
 }
 
-// wantsEventStream reports whether sessions must carry server notifications:
-// someone listens for them, or subscribed to something.
+// wantsEventStream reports whether session-era sessions must keep the GET
+// event stream open: someone listens for notifications, subscribed to
+// something, or gave mcp-go client options, which may install handlers for
+// server-initiated requests (sampling, roots, elicitation) that arrive on
+// that stream. mcp-go's options are opaque, so which ones cannot be told.
 func (c *ResilientClient) wantsEventStream() bool {
 	subs, _ := c.memory.snapshot()
-	return c.notifications.hasHandlers() || len(subs) > 0
+	return c.notifications.hasHandlers() || len(subs) > 0 || len(c.opts.clientOptions) > 0
 }
 
 // restore puts what the caller set up back on a new session, before it goes

@@ -25,6 +25,28 @@ func newMCPServer(s *Server, set ToolSet, subs *subscriptions) *server.MCPServer
 	for _, t := range tools(s, set) {
 		m.AddTool(t.Tool, t.Handler)
 	}
+	m.AddTool(mcp.NewTool("ask", append(hints(false, false),
+		mcp.WithDescription("Asks the client's model (a server-initiated sampling request) and returns its answer."),
+		mcp.WithString("prompt", mcp.Required()))...),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.counters.add(&s.counters.tools, "ask")
+			prompt, err := req.RequireString("prompt")
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			res, err := m.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}},
+				MaxTokens: 16,
+			}})
+			if err != nil {
+				return mcp.NewToolResultError("sampling: " + err.Error()), nil
+			}
+			text, ok := res.Content.(mcp.TextContent)
+			if !ok {
+				return mcp.NewToolResultError("sampling answered no text"), nil
+			}
+			return mcp.NewToolResultText(text.Text), nil
+		})
 	m.AddResource(
 		mcp.NewResource(CounterURI, "counter", mcp.WithMIMEType("text/plain")),
 		func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

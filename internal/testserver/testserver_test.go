@@ -345,7 +345,7 @@ func TestToolAnnotations(t *testing.T) {
 		}
 	}
 	check(map[string]hints{
-		"echo": {true, true}, "add": {false, true}, "increment": {false, false}, "slow": {false, false},
+		"echo": {true, true}, "add": {false, true}, "increment": {false, false}, "slow": {false, false}, "ask": {false, false},
 	})
 	s.Reconfigure(Config{Era: SessionEra, Tools: ToolsChanged})
 	if err := s.Restart(); err != nil {
@@ -353,7 +353,7 @@ func TestToolAnnotations(t *testing.T) {
 	}
 	check(map[string]hints{
 		"echo": {true, true}, "add": {false, false}, "increment": {true, false}, "slow": {false, false},
-		"multiply": {true, true},
+		"multiply": {true, true}, "ask": {false, false},
 	})
 	c := connect(t, s.URL())
 	mustCall(t, c, "multiply", map[string]any{"a": 3, "b": 2.5}, "7.5")
