@@ -76,8 +76,9 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 		case classFatal:
 			return err
 		case classSessionExpired:
-			// Every goroutine that used generation gen sees this; the first
-			// starts the one re-initialization, the others wait for it.
+			// Every goroutine that used this lease's generation sees this;
+			// the first Discard starts the one re-initialization, the others
+			// are no-ops and wait for it in Acquire.
 			if v.renegotiate {
 				if renegotiated {
 					return err
