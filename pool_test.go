@@ -133,6 +133,9 @@ func TestStuckSessionDoesNotStallTheOthers(t *testing.T) {
 func TestPoolCloseWithCallsInFlight(t *testing.T) {
 	r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, false, client.WithPoolSize(4))
 	r.start()
+	// The first call returns as soon as one member is ready; the other
+	// three finish dialling in the background.
+	eventually(t, "4 sessions open", func() bool { return r.c.Stats().Sessions == 4 })
 	errs := make(chan error, 16)
 	for range 16 {
 		go func() {
