@@ -85,7 +85,7 @@ func BenchmarkThroughput(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
+	b.Cleanup(srv.Close) // after the raw clients' cleanups
 	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	for _, goroutines := range []int{1, 16, 256} {
 		for _, size := range []int{1, 4} {
@@ -96,7 +96,7 @@ func BenchmarkThroughput(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer rc.Close()
-				if _, err := rc.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+				if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
 					b.Fatal(err)
 				}
 				rawRate := callRate(b, b.N, goroutines, raw.CallTool)
@@ -109,6 +109,14 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 }
 
+// benchInit is the initialize request of both clients: in the stateless era
+// the client info goes with every request, so it must be the same size.
+func benchInit() mcp.InitializeRequest {
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "0"}
+	return req
+}
+
 func rawClient(b *testing.B, url string) *mcpclient.Client {
 	b.Helper()
 	raw, err := mcpclient.NewStreamableHttpClient(url)
@@ -119,9 +127,7 @@ func rawClient(b *testing.B, url string) *mcpclient.Client {
 	if err := raw.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "raw", Version: "0"}
-	if _, err := raw.Initialize(context.Background(), req); err != nil {
+	if _, err := raw.Initialize(context.Background(), benchInit()); err != nil {
 		b.Fatal(err)
 	}
 	return raw
@@ -149,4 +155,68 @@ func callRate(b *testing.B, n, goroutines int, call func(context.Context, mcp.Ca
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkCallLatency compares one sequential echo call through raw mcp-go
+// and through a ResilientClient (keepalive on, the default 30s) on the same
+// in-process server. Each iteration makes one call through each, so that
+// drift in the machine's speed falls on both alike; ns/op and allocs/op
+// cover the pair; the per-client figures are reported
+// as ns/call, allocs/call (ResilientClient) and raw-ns/call, raw-allocs/call,
+// and their comparison as x-raw (time ratio; 1.05 = 5% slower than raw) and
+// extra-allocs/call. Allocation counts include the in-process server's,
+// which is the same for both, so the difference is the client's.
+func BenchmarkCallLatency(b *testing.B) {
+	for _, era := range []testserver.Era{testserver.SessionEra, testserver.StatelessEra} {
+		b.Run("era="+era.String(), func(b *testing.B) {
+			srv, err := testserver.Start(testserver.Config{Era: era})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(srv.Close) // after the raw client's cleanup
+			raw := rawClient(b, srv.URL())
+			rc, err := client.New(srv.URL(), client.WithKeepAlive(30*time.Second))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rc.Close()
+			if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
+				b.Fatal(err)
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "echo"
+			req.Params.Arguments = map[string]any{"text": "x"}
+			var rawNs, ns time.Duration
+			for i := 0; b.Loop(); i++ {
+				// Take turns going first, so that whatever the first call
+				// of a pair pays (or leaves behind) falls on both alike.
+				if i%2 == 0 {
+					rawNs += timeCall(b, raw.CallTool, req)
+					ns += timeCall(b, rc.CallTool, req)
+				} else {
+					ns += timeCall(b, rc.CallTool, req)
+					rawNs += timeCall(b, raw.CallTool, req)
+				}
+			}
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(float64(ns)/n, "ns/call")
+			b.ReportMetric(float64(rawNs)/n, "raw-ns/call")
+			b.ReportMetric(float64(ns)/float64(rawNs), "x-raw")
+			// Exact counts, as -benchmem takes them, one client at a time.
+			allocs := testing.AllocsPerRun(200, func() { timeCall(b, rc.CallTool, req) })
+			rawAllocs := testing.AllocsPerRun(200, func() { timeCall(b, raw.CallTool, req) })
+			b.ReportMetric(allocs, "allocs/call")
+			b.ReportMetric(rawAllocs, "raw-allocs/call")
+			b.ReportMetric(allocs-rawAllocs, "extra-allocs/call")
+		})
+	}
+}
+
+func timeCall(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest) time.Duration {
+	start := time.Now()
+	if _, err := call(context.Background(), req); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
 }

@@ -28,6 +28,8 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 	c.budget.Deposit()
 
 	var pauses backoff.BackOff // made on the first retry that must wait
+	ex := newExchange()
+	ctx = ex.context(ctx)
 	renegotiated := false
 	// attempt counts sends that may be retried (outcome unknown, 429, 503);
 	// replays after a re-initialization have their own count, so that a
@@ -53,12 +55,16 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			c.replace(s, err)
 			continue
 		}
-		ex := newExchange()
-		err = send(withExchange(ctx, ex), s)
+		ex.reset()
+		err = send(ctx, s)
 		lease.Release()
 		if err == nil {
 			s.health.Touch()
 			return nil
+		}
+		if c.closed.Load() {
+			// Close closed the session under the call.
+			return fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
 		log := c.log.With("method", method, "attempt", attempt, "class", v.class, "err", err)
@@ -66,9 +72,6 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 		var pause time.Duration
 		switch v.class {
 		case classCaller:
-			if c.closed.Load() {
-				return fmt.Errorf("%w: %w", ErrClosed, err)
-			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fmt.Errorf("resilientmcp: %s: no answer before the deadline; the request may have run on the server: %w", method, err)
 			}
@@ -149,25 +152,24 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			case <-ctx.Done():
 				t.Stop()
 				return c.unavailable(method, &pool.WaitError{Ctx: ctx.Err(), Last: err})
+			case <-c.lifetime.Done():
+				t.Stop()
+				return ErrClosed
 			}
 		}
 	}
 }
 
-// callContext bounds a call: by WithCallTimeout if ctx has no deadline, and
-// by Close.
+// callContext bounds a call by WithCallTimeout if ctx has no deadline.
+//
+// Close needs no context of its own here: closing a session's mcp-go client
+// cancels every request in flight on it, and Close closes them all. That
+// saves each call a second context and a registration with the client's.
 func (c *ResilientClient) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	cancelTimeout := context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancelTimeout = context.WithTimeout(ctx, c.opts.callTimeout)
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.lifetime, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-		cancelTimeout()
-	}
+	return context.WithTimeout(ctx, c.opts.callTimeout)
 }
 
 // unavailable turns the reason no session could be had into the caller's

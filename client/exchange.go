@@ -36,8 +36,18 @@ func newExchange() *exchange {
 
 type exchangeKey struct{}
 
-func withExchange(ctx context.Context, ex *exchange) context.Context {
-	return context.WithValue(ctx, exchangeKey{}, ex)
+// context returns ctx carrying ex and its trace, for every request sent
+// under it. One per call, not per request: asking for the trace once here
+// spares the RoundTripper a copy of each request.
+func (ex *exchange) context(ctx context.Context) context.Context {
+	return context.WithValue(httptrace.WithClientTrace(ctx, &ex.trace), exchangeKey{}, ex)
+}
+
+// reset starts a new attempt.
+func (ex *exchange) reset() {
+	ex.mu.Lock()
+	ex.status, ex.retryAfter, ex.dialErr, ex.reused = 0, 0, nil, false
+	ex.mu.Unlock()
 }
 
 func (ex *exchange) snapshot() (status int, retryAfter time.Duration, reused bool) {
@@ -77,7 +87,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		// connection attempts a reconnect loop makes against a down server.
 		return nil, dialErr
 	}
-	resp, err := t.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), &ex.trace)))
+	resp, err := t.next.RoundTrip(req)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if err != nil {

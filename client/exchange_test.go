@@ -27,7 +27,7 @@ func TestExchangeDescribesOnlyTheLastRequest(t *testing.T) {
 		func() (*http.Response, error) { return nil, dead },
 	}}
 	ex := newExchange()
-	ctx := withExchange(context.Background(), ex)
+	ctx := ex.context(context.Background())
 	for range 2 {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/mcp", http.NoBody)
 		if resp, err := tr.RoundTrip(req); err == nil {

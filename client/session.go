@@ -127,7 +127,7 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 // mcp-go's Ping sends nothing).
 func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error) {
 	ex := newExchange()
-	pctx := withExchange(ctx, ex)
+	pctx := ex.context(ctx)
 	var err error
 	if s.sessionEra {
 		err = s.mc.Ping(pctx)
@@ -181,7 +181,7 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 	// era. An older server that answers unknown methods with an empty result
 	// would then never see initialize; ask again, and believe the era only if
 	// the server lists the version.
-	res, err := s.mc.Discover(withExchange(ctx, newExchange()), mcp.DiscoverRequest{})
+	res, err := s.mc.Discover(newExchange().context(ctx), mcp.DiscoverRequest{})
 	if err == nil && slices.Contains(res.SupportedVersions, s.version) {
 		return s, nil
 	}
@@ -200,7 +200,7 @@ func isPermanent(err error) bool {
 
 func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, error) {
 	ex := newExchange()
-	ctx = withExchange(ctx, ex)
+	ctx = ex.context(ctx)
 	topts := c.transportOptions
 	if listen {
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
