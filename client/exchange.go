@@ -15,7 +15,11 @@ import (
 // mcp-go reports a 502 or a 429 only as the string "request failed with
 // status N", so the status, and the Retry-After that goes with it, are taken
 // here, from a RoundTripper around the shared HTTP client.
+//
+// An exchange is also the context its call's requests go out under: it adds
+// itself as a value without a second allocation.
 type exchange struct {
+	context.Context
 	mu         sync.Mutex
 	status     int           // of the last response; 0 if none came
 	retryAfter time.Duration // from the last response's Retry-After
@@ -40,7 +44,18 @@ type exchangeKey struct{}
 // under it. One per call, not per request: asking for the trace once here
 // spares the RoundTripper a copy of each request.
 func (ex *exchange) context(ctx context.Context) context.Context {
-	return context.WithValue(httptrace.WithClientTrace(ctx, &ex.trace), exchangeKey{}, ex)
+	ex.Context = httptrace.WithClientTrace(ctx, &ex.trace)
+	return ex
+}
+
+// Value answers for exchangeKey and passes every other key on. Done and the
+// cancelCtx behind it pass through unchanged, so contexts derived from an
+// exchange still hook into their parent without a goroutine.
+func (ex *exchange) Value(key any) any {
+	if key == (exchangeKey{}) {
+		return ex
+	}
+	return ex.Context.Value(key)
 }
 
 // reset starts a new attempt.

@@ -1,0 +1,37 @@
+package client
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// BenchmarkCallPath is the cost of the call path alone: everything a call
+// does around mcp-go (session lease, health bookkeeping, budget, call
+// timeout, the exchange that records HTTP outcomes), with a send that does
+// nothing. The root package's BenchmarkCallLatency measures it end to end.
+func BenchmarkCallPath(b *testing.B) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := New(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	nothing := func(context.Context, *session) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.do(context.Background(), "tools/call", false, nothing); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
