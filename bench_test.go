@@ -196,56 +196,81 @@ func callsTake(b *testing.B, n, goroutines int, call func(context.Context, mcp.C
 // and their comparison as x-raw (time ratio; 1.05 = 5% slower than raw) and
 // extra-allocs/call. Allocation counts include the in-process server's,
 // which is the same for both, so the difference is the client's.
+//
+// With ctx=background both are called with context.Background(), so the
+// ResilientClient adds the deadline of WithCallTimeout (a cancellable
+// context under every request, which mcp-go and net/http then pay for);
+// with ctx=deadline both get a context with a deadline, as careful agent
+// code passes, and only the wrapper itself is compared.
 func BenchmarkCallLatency(b *testing.B) {
 	for _, era := range []testserver.Era{testserver.SessionEra, testserver.StatelessEra} {
-		b.Run("era="+era.String(), func(b *testing.B) {
-			srv, err := testserver.Start(testserver.Config{Era: era})
-			if err != nil {
-				b.Fatal(err)
+		for _, withDeadline := range []bool{false, true} {
+			name := "era=" + era.String() + "/ctx=background"
+			if withDeadline {
+				name = "era=" + era.String() + "/ctx=deadline"
 			}
-			b.Cleanup(srv.Close) // after the raw client's cleanup
-			raw := rawClient(b, srv.URL())
-			rc, err := client.New(srv.URL(), client.WithKeepAlive(30*time.Second))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer rc.Close()
-			if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
-				b.Fatal(err)
-			}
-			req := mcp.CallToolRequest{}
-			req.Params.Name = "echo"
-			req.Params.Arguments = map[string]any{"text": "x"}
-			var rawNs, ns time.Duration
-			for i := 0; b.Loop(); i++ {
-				// Take turns going first, so that whatever the first call
-				// of a pair pays (or leaves behind) falls on both alike.
-				if i%2 == 0 {
-					rawNs += timeCall(b, raw.CallTool, req)
-					ns += timeCall(b, rc.CallTool, req)
-				} else {
-					ns += timeCall(b, rc.CallTool, req)
-					rawNs += timeCall(b, raw.CallTool, req)
-				}
-			}
-			b.StopTimer()
-			n := float64(b.N)
-			b.ReportMetric(float64(ns)/n, "ns/call")
-			b.ReportMetric(float64(rawNs)/n, "raw-ns/call")
-			b.ReportMetric(float64(ns)/float64(rawNs), "x-raw")
-			// Exact counts, as -benchmem takes them, one client at a time.
-			allocs := testing.AllocsPerRun(200, func() { timeCall(b, rc.CallTool, req) })
-			rawAllocs := testing.AllocsPerRun(200, func() { timeCall(b, raw.CallTool, req) })
-			b.ReportMetric(allocs, "allocs/call")
-			b.ReportMetric(rawAllocs, "raw-allocs/call")
-			b.ReportMetric(allocs-rawAllocs, "extra-allocs/call")
-		})
+			b.Run(name, func(b *testing.B) { benchCallLatency(b, era, withDeadline) })
+		}
 	}
 }
 
+func benchCallLatency(b *testing.B, era testserver.Era, withDeadline bool) {
+	srv, err := testserver.Start(testserver.Config{Era: era})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close) // after the raw client's cleanup
+	raw := rawClient(b, srv.URL())
+	rc, err := client.New(srv.URL(), client.WithKeepAlive(30*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
+		b.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"text": "x"}
+	var rawNs, ns time.Duration
+	for i := 0; b.Loop(); i++ {
+		// Take turns going first, so that whatever the first call of a
+		// pair pays (or leaves behind) falls on both alike.
+		if i%2 == 0 {
+			rawNs += timeCallCtx(b, raw.CallTool, req, withDeadline)
+			ns += timeCallCtx(b, rc.CallTool, req, withDeadline)
+		} else {
+			ns += timeCallCtx(b, rc.CallTool, req, withDeadline)
+			rawNs += timeCallCtx(b, raw.CallTool, req, withDeadline)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(ns)/n, "ns/call")
+	b.ReportMetric(float64(rawNs)/n, "raw-ns/call")
+	b.ReportMetric(float64(ns)/float64(rawNs), "x-raw")
+	// Exact counts, as -benchmem takes them, one client at a time.
+	allocs := testing.AllocsPerRun(200, func() { timeCallCtx(b, rc.CallTool, req, withDeadline) })
+	rawAllocs := testing.AllocsPerRun(200, func() { timeCallCtx(b, raw.CallTool, req, withDeadline) })
+	b.ReportMetric(allocs, "allocs/call")
+	b.ReportMetric(rawAllocs, "raw-allocs/call")
+	b.ReportMetric(allocs-rawAllocs, "extra-allocs/call")
+}
+
 func timeCall(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest) time.Duration {
+	return timeCallCtx(b, call, req, false)
+}
+
+// timeCallCtx times one call, made with a context that has a deadline if
+// withDeadline is set.
+func timeCallCtx(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest, withDeadline bool) time.Duration {
 	start := time.Now()
-	if _, err := call(context.Background(), req); err != nil {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if withDeadline {
+		ctx, cancel = context.WithTimeout(ctx, time.Minute)
+	}
+	defer cancel()
+	if _, err := call(ctx, req); err != nil {
 		b.Fatal(err)
 	}
 	return time.Since(start)

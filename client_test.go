@@ -201,6 +201,29 @@ func TestF7DeadlineDuringOutageIsUnavailable(t *testing.T) {
 	}
 }
 
+// A call whose context has no deadline gets WithCallTimeout's, whether the
+// context is bare (calls share a deadline) or carries values (a deadline of
+// its own); it is not sent again after the deadline.
+func TestCallTimeoutBoundsCallsWithoutDeadline(t *testing.T) {
+	type key struct{}
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false, client.WithCallTimeout(300*time.Millisecond))
+	r.start()
+	for name, ctx := range map[string]context.Context{
+		"background": context.Background(),
+		"with value": context.WithValue(context.Background(), key{}, 1),
+	} {
+		before := r.srv.ToolRuns("slow")
+		_, err := callTool(ctx, r.c, "slow", map[string]any{"ms": 5000})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: err = %v; want the call timeout's deadline", name, err)
+		}
+		if runs := r.srv.ToolRuns("slow") - before; runs != 1 {
+			t.Errorf("%s: slow ran %d times, want once", name, runs)
+		}
+	}
+	r.mustEcho("still works")
+}
+
 // F10: 5xx and 429 answers are classified by status.
 func TestF10StatusCodes(t *testing.T) {
 	for _, era := range bothEras {

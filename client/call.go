@@ -169,6 +169,10 @@ func (c *ResilientClient) callContext(ctx context.Context) (context.Context, con
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
 	}
+	if ctx == context.Background() || ctx == context.TODO() {
+		// Nothing to inherit: share a deadline with the calls around.
+		return c.deadlines.get(), func() {}
+	}
 	return context.WithTimeout(ctx, c.opts.callTimeout)
 }
 

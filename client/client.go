@@ -37,6 +37,7 @@ type ResilientClient struct {
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
+	deadlines *sharedDeadlines // for calls made with a bare context
 	closed    atomic.Bool
 	closeOnce sync.Once
 
@@ -102,6 +103,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
+	c.deadlines = newSharedDeadlines(c.lifetime, o.callTimeout)
 	c.notifier.handler = o.stateHandler
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{

@@ -135,7 +135,9 @@ func WithMaxAttempts(n int) Option {
 }
 
 // WithCallTimeout is the deadline of a call whose context has none, so that
-// nothing hangs forever. Default 2m.
+// nothing hangs forever. Default 2m. Calls made with context.Background() or
+// context.TODO() share deadlines, so theirs may come up to a sixteenth of d
+// later (2m: up to 7.5s); that spares every such call a context of its own.
 func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if d <= 0 {

@@ -1,0 +1,63 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// deadlineSlack is how much later than WithCallTimeout a call made with a
+// bare context may end, as a fraction of the timeout: calls share a
+// deadline context for a 1/deadlineSlack slice of the timeout.
+const deadlineSlack = 16
+
+// sharedDeadlines gives calls made with context.Background() or
+// context.TODO() their WithCallTimeout deadline without a context each.
+//
+// Why: such a context carries nothing to inherit, so calls may share one;
+// and a context made and cancelled per call measurably costs: about 3% of a
+// loopback call's time and 7 allocations (see BENCHMARKS.md). Calls that
+// start within the same slice of time get the same context, whose deadline
+// is at least the timeout away and at most timeout/deadlineSlack later.
+//
+// A sharedDeadlines is safe for concurrent use.
+type sharedDeadlines struct {
+	parent  context.Context // ends at Close
+	timeout time.Duration
+	slack   time.Duration
+
+	current atomic.Pointer[deadlineCtx]
+	mu      sync.Mutex // serializes making a new current
+}
+
+type deadlineCtx struct {
+	ctx      context.Context
+	deadline time.Time
+	// cancel is never called: the context's timer cancels it at the
+	// deadline, and parent's end cancels it before. It is kept to say so.
+	cancel context.CancelFunc
+}
+
+func newSharedDeadlines(parent context.Context, timeout time.Duration) *sharedDeadlines {
+	return &sharedDeadlines{parent: parent, timeout: timeout, slack: timeout / deadlineSlack}
+}
+
+// get returns a context whose deadline is between timeout and
+// timeout+slack from now. Each context ends by itself at its deadline (or
+// when parent does), so none is kept beyond that.
+func (d *sharedDeadlines) get() context.Context {
+	due := time.Now().Add(d.timeout)
+	if cur := d.current.Load(); cur != nil && !cur.deadline.Before(due) {
+		return cur.ctx
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur := d.current.Load(); cur != nil && !cur.deadline.Before(due) {
+		return cur.ctx
+	}
+	deadline := due.Add(d.slack)
+	ctx, cancel := context.WithDeadline(d.parent, deadline)
+	d.current.Store(&deadlineCtx{ctx: ctx, deadline: deadline, cancel: cancel})
+	return ctx
+}
