@@ -48,7 +48,15 @@ func BenchmarkBlackholeDetection(b *testing.B) {
 	}
 
 	var total, worst time.Duration
+	succeeded := func() uint64 { s := c.Stats(); return s.Probes - s.ProbeFailures }
+	var lastFailure uint64 // successful probes when the last failure was seen
 	for i := 0; b.Loop(); i++ {
+		// The connection to blackhole is the one a successful probe left
+		// idle: after a failure, wait for the probe that opens a fresh one,
+		// or it would be opened after the blackhole and never fail.
+		if i > 0 {
+			waitFor(b, func() bool { return succeeded() > lastFailure })
+		}
 		waitFor(b, func() bool { return c.State() == client.Ready })
 		// Land somewhere in the probe cycle, not always right after a probe.
 		time.Sleep(time.Duration(i%5) * interval / 5)
@@ -57,6 +65,7 @@ func BenchmarkBlackholeDetection(b *testing.B) {
 		proxy.BlackholeAll()
 		waitFor(b, func() bool { return c.Stats().ProbeFailures > failures })
 		d := time.Since(start)
+		lastFailure = succeeded()
 		total += d
 		worst = max(worst, d)
 	}
