@@ -79,9 +79,8 @@ func TestPoolSharedByManyGoroutinesThroughRestartsAndResets(t *testing.T) {
 	if s.Reinitializations > 2*sessions || s.Reinitializations < 2 {
 		t.Errorf("%d re-initializations for 2 restarts of %d sessions, want between 2 and %d", s.Reinitializations, sessions, 2*sessions)
 	}
-	if s.Sessions != sessions {
-		t.Errorf("%d sessions in service, want %d", s.Sessions, sessions)
-	}
+	// A member replaced near the end may still be re-initializing.
+	eventually(t, fmt.Sprintf("%d sessions in service", sessions), func() bool { return r.c.Stats().Sessions == sessions })
 	if runs := r.srv.ToolRuns("echo"); runs < total {
 		t.Errorf("the server ran echo %d times for %d calls", runs, total)
 	}
