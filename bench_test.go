@@ -246,11 +246,11 @@ func benchCallLatency(b *testing.B, era testserver.Era, withDeadline bool) {
 		// Take turns going first, so that whatever the first call of a
 		// pair pays (or leaves behind) falls on both alike.
 		if i%2 == 0 {
-			rawNs += timeCallCtx(b, raw.CallTool, req, withDeadline)
-			ns += timeCallCtx(b, rc.CallTool, req, withDeadline)
+			rawNs += timeCall(b, raw.CallTool, req, withDeadline)
+			ns += timeCall(b, rc.CallTool, req, withDeadline)
 		} else {
-			ns += timeCallCtx(b, rc.CallTool, req, withDeadline)
-			rawNs += timeCallCtx(b, raw.CallTool, req, withDeadline)
+			ns += timeCall(b, rc.CallTool, req, withDeadline)
+			rawNs += timeCall(b, raw.CallTool, req, withDeadline)
 		}
 	}
 	b.StopTimer()
@@ -259,20 +259,16 @@ func benchCallLatency(b *testing.B, era testserver.Era, withDeadline bool) {
 	b.ReportMetric(float64(rawNs)/n, "raw-ns/call")
 	b.ReportMetric(float64(ns)/float64(rawNs), "x-raw")
 	// Exact counts, as -benchmem takes them, one client at a time.
-	allocs := testing.AllocsPerRun(200, func() { timeCallCtx(b, rc.CallTool, req, withDeadline) })
-	rawAllocs := testing.AllocsPerRun(200, func() { timeCallCtx(b, raw.CallTool, req, withDeadline) })
+	allocs := testing.AllocsPerRun(200, func() { timeCall(b, rc.CallTool, req, withDeadline) })
+	rawAllocs := testing.AllocsPerRun(200, func() { timeCall(b, raw.CallTool, req, withDeadline) })
 	b.ReportMetric(allocs, "allocs/call")
 	b.ReportMetric(rawAllocs, "raw-allocs/call")
 	b.ReportMetric(allocs-rawAllocs, "extra-allocs/call")
 }
 
-func timeCall(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest) time.Duration {
-	return timeCallCtx(b, call, req, false)
-}
-
-// timeCallCtx times one call, made with a context that has a deadline if
+// timeCall times one call, made with a context that has a deadline if
 // withDeadline is set.
-func timeCallCtx(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest, withDeadline bool) time.Duration {
+func timeCall(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest, withDeadline bool) time.Duration {
 	start := time.Now()
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if withDeadline {
