@@ -27,16 +27,10 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 	defer cancel()
 	c.budget.Deposit()
 
-	var pauses backoff.BackOff // made on the first retry that must wait
 	ex := newExchange()
 	ctx = ex.context(ctx)
-	renegotiated := false
-	// attempt counts sends that may be retried (outcome unknown, 429, 503);
-	// replays after a re-initialization have their own count, so that a
-	// call spanning two restarts is not failed for it, while a server that
-	// answers 404 to everything still cannot hold a call in a loop.
-	replays := 0
-	for attempt := 1; ; {
+	r := retries{max: c.opts.maxAttempts, newBackOff: c.opts.newBackOff}
+	for {
 		lease, err := c.pool.Acquire(ctx)
 		if err != nil {
 			return c.unavailable(method, err)
@@ -67,86 +61,33 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			return fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
-		log := c.log.With("method", method, "attempt", attempt, "class", v.class, "err", err)
-
-		var pause time.Duration
-		switch v.class {
-		case classCaller:
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("resilientmcp: %s: no answer before the deadline; the request may have run on the server: %w", method, err)
-			}
-			return err
-		case classFatal:
-			return err
-		case classSessionExpired:
-			// Every goroutine that used this lease's generation sees this;
-			// the first Discard starts the one re-initialization, the others
-			// are no-ops and wait for it in Acquire.
-			if v.renegotiate {
-				if renegotiated {
-					return err
-				}
-				renegotiated = true
-			}
-			lease.Discard(&lostError{kind: lossExpired, err: err})
-		case classNotSent:
-			if v.unreachable {
-				// Nothing reached the server. Hand the waiting to the
-				// reconnect loop, which tries on the backoff schedule for
-				// every caller at once; it does not count as an attempt.
-				log.Debug("server unreachable; waiting for reconnect")
-				lease.Discard(&lostError{kind: lossUnreachable, err: err})
-				continue
-			}
-			if pauses == nil {
-				pauses = c.opts.newBackOff()
-			}
-			pause = max(v.retryAfter, pauses.NextBackOff())
-		case classOutcomeUnknown:
+		a := r.after(method, v, err, safe)
+		if a.discard != nil {
+			lease.Discard(a.discard)
+		}
+		if a.closeIdle {
 			// A connection that died under a request usually died with its
 			// siblings (a server restart, a middlebox forgetting flows):
 			// drop the idle ones rather than meet them one failure at a time.
 			c.httpClient.CloseIdleConnections()
-			if !safe {
-				return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, method, err)
-			}
-			// The first retry goes at once: the usual cause is a pooled
-			// connection the server had closed, which the HTTP client has
-			// now dropped. A second failure in a row waits.
-			if pauses != nil {
-				pause = pauses.NextBackOff()
-			} else {
-				pauses = c.opts.newBackOff()
-			}
 		}
-
-		if v.class == classSessionExpired {
-			// Not paid from the budget: the generation gate already makes
-			// it one re-initialization for every caller.
-			if replays++; replays > c.opts.maxAttempts {
-				return fmt.Errorf("resilientmcp: %s: session lost %d times in a row: %w", method, replays, err)
-			}
+		if a.err != nil {
+			return a.err
+		}
+		if a.reconnect {
+			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", err)
+			continue
+		}
+		if a.budget && !c.budget.TryWithdraw() {
+			return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
+		}
+		if a.replay {
 			c.stats.replays.Add(1)
-		} else if v.staleConnection {
-			// A pooled connection that died says nothing of the server;
-			// a restart can fail several at once. Paid from the budget,
-			// but not counted against the call's attempts.
-			if !c.budget.TryWithdraw() {
-				return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
-			}
-		} else {
-			if attempt >= c.opts.maxAttempts {
-				return fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, attempt, err)
-			}
-			if !c.budget.TryWithdraw() {
-				return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
-			}
-			attempt++
 		}
 		c.stats.retries.Add(1)
-		log.Info("retrying", "pause", pause)
-		if pause > 0 && pause != backoff.Stop {
-			t := time.NewTimer(pause)
+		c.log.Info("retrying", "method", method, "attempt", r.attempt, "class", v.class, "err", err, "pause", a.pause)
+		if a.pause > 0 && a.pause != backoff.Stop {
+			t := time.NewTimer(a.pause)
 			select {
 			case <-t.C:
 			case <-ctx.Done():

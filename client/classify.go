@@ -1,13 +1,16 @@
 package client
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -115,6 +118,13 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	return verdict{class: classOutcomeUnknown, staleConnection: reused && status == 0 && isNetworkError(err)}
 }
 
+// answeredByServer reports whether err is the server's own answer to a
+// request (a JSON-RPC error, a method it does not have), which sending
+// again would only repeat, as opposed to the request failing on its way.
+func answeredByServer(err error, sessionEra bool) bool {
+	return classify(err, sessionEra, nil, false).class == classFatal
+}
+
 // isNetworkError reports whether err is the connection failing, as opposed to
 // the peer sending something we could not understand.
 func isNetworkError(err error) bool {
@@ -123,4 +133,116 @@ func isNetworkError(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed)
+}
+
+// retries is one call's account of its failed attempts. after decides, once
+// per class of failure and in this one place, what the call does next.
+type retries struct {
+	max        int                    // WithMaxAttempts
+	newBackOff func() backoff.BackOff // WithBackOff
+
+	// attempt counts sends that may be retried (outcome unknown, 429, 503);
+	// replays after a re-initialization have their own count, so that a
+	// call spanning two restarts is not failed for it, while a server that
+	// answers 404 to everything still cannot hold a call in a loop.
+	attempt      int
+	replays      int
+	renegotiated bool
+	pauses       backoff.BackOff // made on the first retry that must wait
+}
+
+// action is what a call does after a failed attempt.
+type action struct {
+	err       error      // stop, and return this
+	discard   *lostError // take the session out of service first, for this cause
+	reconnect bool       // not a retry: wait in Acquire for the reconnect loop
+	closeIdle bool       // drop the HTTP client's idle connections
+	budget    bool       // the retry is paid from the shared retry budget
+	replay    bool       // the retry is a replay on a new session
+	pause     time.Duration
+}
+
+func (r *retries) after(method string, v verdict, err error, safe bool) action {
+	if r.attempt == 0 {
+		r.attempt = 1
+	}
+	switch v.class {
+	case classCaller:
+		if errors.Is(err, context.DeadlineExceeded) {
+			return action{err: fmt.Errorf("resilientmcp: %s: no answer before the deadline; the request may have run on the server: %w", method, err)}
+		}
+		return action{err: err}
+
+	case classFatal:
+		return action{err: err}
+
+	case classSessionExpired:
+		// Every goroutine that used this lease's generation sees this; the
+		// first Discard starts the one re-initialization, the others are
+		// no-ops and wait for it in Acquire. Not paid from the budget: the
+		// generation gate already makes it one re-initialization for every
+		// caller.
+		if v.renegotiate {
+			if r.renegotiated {
+				return action{err: err}
+			}
+			r.renegotiated = true
+		}
+		a := action{discard: &lostError{kind: lossExpired, err: err}, replay: true}
+		if r.replays++; r.replays > r.max {
+			a.err = fmt.Errorf("resilientmcp: %s: session lost %d times in a row: %w", method, r.replays, err)
+		}
+		return a
+
+	case classNotSent:
+		if v.unreachable {
+			// Nothing reached the server. Hand the waiting to the reconnect
+			// loop, which tries on the backoff schedule for every caller at
+			// once; it is not a retry of the call.
+			return action{discard: &lostError{kind: lossUnreachable, err: err}, reconnect: true}
+		}
+		return r.count(method, err, action{pause: max(v.retryAfter, r.nextPause())})
+
+	case classOutcomeUnknown:
+		a := action{closeIdle: true}
+		if !safe {
+			a.err = fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, method, err)
+			return a
+		}
+		// The first retry goes at once: the usual cause is a pooled
+		// connection the server had closed, which the HTTP client has now
+		// dropped. A second failure in a row waits.
+		if r.pauses != nil {
+			a.pause = r.pauses.NextBackOff()
+		} else {
+			r.pauses = r.newBackOff()
+		}
+		if v.staleConnection {
+			// A pooled connection that died says nothing of the server; a
+			// restart can fail several at once. Paid from the budget, but
+			// not counted against the call's attempts.
+			a.budget = true
+			return a
+		}
+		return r.count(method, err, a)
+	}
+	return action{err: err}
+}
+
+// count charges a retry to the call's attempts and to the budget.
+func (r *retries) count(method string, err error, a action) action {
+	if r.attempt >= r.max {
+		a.err = fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, r.attempt, err)
+		return a
+	}
+	r.attempt++
+	a.budget = true
+	return a
+}
+
+func (r *retries) nextPause() time.Duration {
+	if r.pauses == nil {
+		r.pauses = r.newBackOff()
+	}
+	return r.pauses.NextBackOff()
 }

@@ -65,7 +65,12 @@ func (ex *exchange) reset() {
 	ex.mu.Unlock()
 }
 
+// snapshot is what the last request saw; nothing for a nil exchange (an
+// error met outside a call, such as while restoring a session).
 func (ex *exchange) snapshot() (status int, retryAfter time.Duration, reused bool) {
+	if ex == nil {
+		return 0, 0, false
+	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.status, ex.retryAfter, ex.reused

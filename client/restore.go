@@ -2,13 +2,11 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -72,7 +70,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 		err := s.mc.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
 		switch {
 		case err == nil:
-		case errors.As(err, new(*transport.Error)):
+		case !answeredByServer(err, s.sessionEra):
 			return fmt.Errorf("restoring subscription to %s: %w", uri, err)
 		default:
 			// The new server refuses it (the resource is gone, say):

@@ -186,7 +186,7 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 		return s, nil
 	}
 	s.close()
-	if err != nil && errors.As(err, new(*transport.Error)) {
+	if err != nil && !answeredByServer(err, false) {
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
 	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
