@@ -30,7 +30,7 @@ func BenchmarkCallPath(b *testing.B) {
 	nothing := func(context.Context, *session) error { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.do(context.Background(), "tools/call", false, nothing); err != nil {
+		if err := c.do(context.Background(), "tools/call", "increment", nothing); err != nil {
 			b.Fatal(err)
 		}
 	}

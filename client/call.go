@@ -3,52 +3,64 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/resilientmcp/resilientmcp/internal/wait"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
 // do is the one path every call takes: get a session, send, classify a
 // failure, and decide whether and where to send again.
 //
-// safe says whether the request may be sent again when an earlier attempt
-// may have run on the server.
-func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send func(context.Context, *session) error) error {
+// tool is the tool of a tools/call, "" for any other method: every other
+// method is safe to repeat, and a tool's safety is asked only when an
+// attempt's outcome is unknown.
+func (c *ResilientClient) do(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
 	c.stats.calls.Add(1)
 	c.stats.inFlight.Add(1)
 	defer c.stats.inFlight.Add(-1)
+	c.budget.Deposit()
+	err := c.run(ctx, method, tool, send)
+	if err != nil {
+		c.stats.record(err)
+	}
+	return err
+}
+
+// run is do without the call's accounting, for requests the client makes
+// itself (listing tools to decide a replay).
+func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	c.budget.Deposit()
-
+	deadline, _ := ctx.Deadline()
 	ex := newExchange()
 	ctx = ex.context(ctx)
-	r := retries{max: c.opts.maxAttempts, newBackOff: c.opts.newBackOff}
+	r := retries{method: method, tool: tool, max: c.opts.maxAttempts, newBackOff: c.opts.newBackOff}
+	safe := func() bool { return tool == "" || c.toolSafe(ctx, tool) }
 	for {
 		lease, err := c.pool.Acquire(ctx)
 		if err != nil {
-			return c.unavailable(method, err)
+			return c.acquireFailed(&r, err)
 		}
 		s := lease.Value()
-		if err := c.validate(ctx, s); err != nil {
+		if err := c.validate(ctx, s, r.revalidate); err != nil {
 			lease.Release()
 			// Nothing was sent: replace the session and take another.
 			var pe *probeError
 			switch {
 			case ctx.Err() != nil:
-				return c.unavailable(method, &pool.WaitError{Ctx: ctx.Err(), Last: err})
-			case errors.As(err, &pe) && pe.verdict.class == classFatal:
-				return pe.err
+				return r.fail("no session answered before the deadline", err, ctx.Err())
+			case errors.As(err, &pe) && pe.verdict.permanent():
+				return r.after(pe.verdict, pe.err, safe, deadline).err
 			}
 			c.replace(s, err)
 			continue
 		}
+		r.revalidate = false
 		ex.reset()
 		err = send(ctx, s)
 		lease.Release()
@@ -56,12 +68,13 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			s.health.Touch()
 			return nil
 		}
+		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
 		if c.closed.Load() {
 			// Close closed the session under the call.
-			return fmt.Errorf("%w: %w", ErrClosed, err)
+			r.mayHaveRun = r.mayHaveRun || v.sent || v.mayHaveRun()
+			return r.closed(err)
 		}
-		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
-		a := r.after(method, v, err, safe)
+		a := r.after(v, err, safe, deadline)
 		if a.discard != nil {
 			lease.Discard(a.discard)
 		}
@@ -71,34 +84,66 @@ func (c *ResilientClient) do(ctx context.Context, method string, safe bool, send
 			// drop the idle ones rather than meet them one failure at a time.
 			c.httpClient.CloseIdleConnections()
 		}
+		if a.refused {
+			c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
+		}
 		if a.err != nil {
 			return a.err
 		}
 		if a.reconnect {
-			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", err)
+			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
 			continue
 		}
 		if a.budget && !c.budget.TryWithdraw() {
-			return fmt.Errorf("resilientmcp: %s: retry budget exhausted: %w", method, err)
+			return r.fail("retry budget exhausted", err)
 		}
 		if a.replay {
 			c.stats.replays.Add(1)
 		}
 		c.stats.retries.Add(1)
-		c.log.Info("retrying", "method", method, "attempt", r.attempt, "class", v.class, "err", err, "pause", a.pause)
+		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.sends+1, "class", v.class, "err", describe(err), "pause", a.pause)
 		if a.pause > 0 && a.pause != backoff.Stop {
-			t := time.NewTimer(a.pause)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return c.unavailable(method, &pool.WaitError{Ctx: ctx.Err(), Last: err})
-			case <-c.lifetime.Done():
-				t.Stop()
-				return ErrClosed
+			switch wait.Sleep(ctx, a.pause, c.lifetime.Done()) {
+			case wait.Stopped:
+				return r.closed(err)
+			case wait.Cancelled:
+				return r.fail("the deadline passed while waiting to try again", err, ctx.Err())
 			}
 		}
 	}
+}
+
+// acquireFailed turns the reason no session could be had into the caller's
+// error.
+func (c *ResilientClient) acquireFailed(r *retries, err error) error {
+	var wait *pool.WaitError
+	switch {
+	case errors.Is(err, pool.ErrClosed), c.closed.Load():
+		return r.closed(nil)
+	case errors.As(err, &wait):
+		return r.fail("no session before the deadline", wait)
+	}
+	// Opening a session failed with an error no retry can fix: the
+	// server's own answer to the handshake.
+	switch {
+	case classify(err, false, nil, false).class == classAuth:
+		return authorizationRequired("no_token", err)
+	case r.mayHaveRun:
+		return r.fail("reconnecting failed", err)
+	}
+	return err
+}
+
+// closed is the error of a call Close interrupted.
+func (r *retries) closed(cause error) error {
+	if !r.mayHaveRun && cause == nil {
+		return ErrClosed
+	}
+	e := &callError{closed: true, method: r.method, sends: r.sends, cause: cause}
+	if r.mayHaveRun {
+		e.kind = ErrOutcomeUnknown
+	}
+	return e
 }
 
 // callContext bounds a call by WithCallTimeout if ctx has no deadline.
@@ -115,17 +160,4 @@ func (c *ResilientClient) callContext(ctx context.Context) (context.Context, con
 		return c.deadlines.get(), func() {}
 	}
 	return context.WithTimeout(ctx, c.opts.callTimeout)
-}
-
-// unavailable turns the reason no session could be had into the caller's
-// error.
-func (c *ResilientClient) unavailable(method string, err error) error {
-	var wait *pool.WaitError
-	switch {
-	case errors.Is(err, pool.ErrClosed), c.closed.Load():
-		return ErrClosed
-	case errors.As(err, &wait):
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, method, wait)
-	}
-	return err // the connect attempt failed with an error retrying cannot fix
 }

@@ -15,32 +15,46 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// class is what a failed attempt means for the call; see design/failures.md.
+// class is what a failed attempt means for the call. The failures behind
+// each class are listed in FAILURES.md.
 type class int
 
 const (
-	// classFatal: retrying cannot help. Returned as is.
-	classFatal class = iota
-	// classCaller: the caller's context ended. Returned as is, never retried.
-	classCaller
-	// classSessionExpired: the server rejected the request before running
-	// it because it no longer knows the session (or speaks another protocol
-	// version now). Re-initialize once per generation and replay.
-	classSessionExpired
-	// classNotSent: the request did not reach the server, or the server
-	// declined it without running it (429, 503). Back off and retry.
+	// classCaller: the caller's context ended. Never retried.
+	classCaller class = iota
+	// classServer: the server answered the request with an error of its
+	// own (a JSON-RPC error, a 4xx, a method it does not have). Returned as
+	// is: sending it again would get the same answer.
+	classServer
+	// classAuth: the server wants authorization (401, 403). The request
+	// did not run.
+	classAuth
+	// classExpired: the server rejected the request before running it
+	// because it no longer knows the session (or speaks another protocol
+	// version now). Re-initialize once per generation and replay any call.
+	classExpired
+	// classNotSent: the request provably did not reach the server's
+	// handler: no connection could be made, it was not completely written,
+	// or the server declined it unread (429, 503). Retry any call.
 	classNotSent
-	// classOutcomeUnknown: the request may have run. Retry only if safe.
-	classOutcomeUnknown
+	// classUnknown: the request may have run (the connection broke after
+	// it was sent, 502, 504). Replay only if safe.
+	classUnknown
+	// classBroken: the request ran, or may have, and what came back is not
+	// usable (500, a 2xx that is not MCP). Never replayed: the same
+	// answer would come back.
+	classBroken
 )
 
 func (c class) String() string {
-	return [...]string{"fatal", "caller", "session expired", "not sent", "outcome unknown"}[c]
+	return [...]string{"caller", "server error", "authorization", "session expired", "not sent", "outcome unknown", "broken answer"}[c]
 }
 
 // verdict is the classification of one failed attempt.
 type verdict struct {
 	class class
+	// sent: the request was completely written; it may have run.
+	sent bool
 	// unreachable: no connection could be made. The session itself may be
 	// fine; the server is not answering at all.
 	unreachable bool
@@ -56,73 +70,111 @@ type verdict struct {
 	staleConnection bool
 }
 
+// mayHaveRun reports whether the attempt may have run on the server.
+func (v verdict) mayHaveRun() bool {
+	switch v.class {
+	case classUnknown, classBroken:
+		return true
+	case classCaller:
+		return v.sent
+	}
+	return false
+}
+
+// permanent reports whether no retry can fix the failure; for opening a
+// session, where every attempt is safe to repeat, it ends the reconnect
+// loop.
+func (v verdict) permanent() bool {
+	return v.class == classServer || v.class == classAuth || v.class == classBroken
+}
+
 // classify decides what a failed attempt means. It is the one place that
-// interprets mcp-go's errors; every rule is by errors.Is/As or by the HTTP
-// status the exchange recorded, because mcp-go has no status type.
+// interprets mcp-go's errors; every rule is by errors.Is/As or by what the
+// exchange recorded of the HTTP traffic, because mcp-go has no status type.
 func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
-	status, retryAfter, reused := ex.snapshot()
+	rec := ex.snapshot()
+	v := func(c class) verdict { return verdict{class: c, sent: rec.wrote} }
 	switch {
 	case ctxDone:
-		return verdict{class: classCaller}
+		return v(classCaller)
 
 	case errors.Is(err, transport.ErrAuthorizationRequired),
 		errors.Is(err, transport.ErrOAuthAuthorizationRequired),
 		errors.Is(err, transport.ErrUnauthorized),
-		status == http.StatusUnauthorized, status == http.StatusForbidden:
-		return verdict{class: classFatal}
+		rec.status == http.StatusUnauthorized, rec.status == http.StatusForbidden:
+		return v(classAuth)
 
 	case errors.Is(err, transport.ErrSessionTerminated):
 		// 404. Only the session era has sessions to lose; on 2026-07-28 a
 		// 404 means the method or the endpoint does not exist.
 		if sessionEra {
-			return verdict{class: classSessionExpired}
+			return v(classExpired)
 		}
-		return verdict{class: classFatal}
+		return v(classServer)
 
 	case errors.Is(err, transport.ErrLegacySSEServer):
 		// initialize answered 4xx: not a Streamable HTTP endpoint.
-		return verdict{class: classFatal}
+		return v(classServer)
 
 	case mcp.IsUnsupportedProtocolVersion(err):
-		// The server was upgraded or rolled back under us. The server
-		// rejected the request unread, so any call may be replayed after one
+		// The server was upgraded or rolled back under us. It rejected the
+		// request unread, so any call may be replayed after one
 		// re-negotiation.
-		return verdict{class: classSessionExpired, renegotiate: true}
+		r := v(classExpired)
+		r.renegotiate = true
+		return r
 
-	case status == http.StatusTooManyRequests, status == http.StatusServiceUnavailable:
-		// Both mean the server did not process the request (RFC 9110 15.6.4,
-		// RFC 6585 4).
-		return verdict{class: classNotSent, retryAfter: retryAfter}
+	case rec.status == http.StatusTooManyRequests, rec.status == http.StatusServiceUnavailable:
+		// Both mean the server did not process the request (RFC 9110
+		// 15.6.4, RFC 6585 4).
+		r := v(classNotSent)
+		r.retryAfter = rec.retryAfter
+		return r
 
-	case status == http.StatusBadGateway, status == http.StatusGatewayTimeout:
+	case rec.status == http.StatusBadGateway, rec.status == http.StatusGatewayTimeout:
 		// A proxy lost the backend's answer; the backend may have run it.
-		return verdict{class: classOutcomeUnknown}
+		return v(classUnknown)
 
-	case status >= 400:
-		return verdict{class: classFatal}
+	case rec.status >= 500:
+		return v(classBroken)
+
+	case rec.status >= 400:
+		return v(classServer)
 
 	case !errors.As(err, new(*transport.Error)):
-		// Not a transport failure: the server answered with a JSON-RPC error,
-		// or with a result mcp-go could not decode.
-		return verdict{class: classFatal}
+		// Not a transport failure: the server answered with a JSON-RPC
+		// error.
+		return v(classServer)
 
 	case isDialError(err):
-		return verdict{class: classNotSent, unreachable: true}
+		r := v(classNotSent)
+		r.unreachable = true
+		return r
 
-	case status >= 200 && status < 300 && !isNetworkError(err):
+	case rec.status >= 200 && rec.status < 300 && !isNetworkError(err):
 		// An answer came and was not MCP: an HTML page, garbage JSON, an
 		// unexpected content type. A retry gets the same answer.
-		return verdict{class: classFatal}
+		return v(classBroken)
+
+	case rec.gotConn && !rec.wrote && rec.status == 0:
+		// The request was not completely written, so no server could have
+		// read it whole: a connection that failed (or that the peer had
+		// closed) before the last byte went out. Only believed of a
+		// transport that reports its connections (net/http does, through
+		// httptrace): from one that reports nothing, silence proves nothing.
+		return v(classNotSent)
 	}
 	// Reset, EOF, a timeout or a stream broken after the request was written.
-	return verdict{class: classOutcomeUnknown, staleConnection: reused && status == 0 && isNetworkError(err)}
+	r := v(classUnknown)
+	r.staleConnection = rec.reused && rec.status == 0 && isNetworkError(err)
+	return r
 }
 
 // answeredByServer reports whether err is the server's own answer to a
 // request (a JSON-RPC error, a method it does not have), which sending
 // again would only repeat, as opposed to the request failing on its way.
 func answeredByServer(err error, sessionEra bool) bool {
-	return classify(err, sessionEra, nil, false).class == classFatal
+	return classify(err, sessionEra, nil, false).class == classServer
 }
 
 // isNetworkError reports whether err is the connection failing, as opposed to
@@ -138,17 +190,23 @@ func isNetworkError(err error) bool {
 // retries is one call's account of its failed attempts. after decides, once
 // per class of failure and in this one place, what the call does next.
 type retries struct {
+	method     string
+	tool       string                 // the tool of a tools/call, for the log
 	max        int                    // WithMaxAttempts
 	newBackOff func() backoff.BackOff // WithBackOff
 
-	// attempt counts sends that may be retried (outcome unknown, 429, 503);
-	// replays after a re-initialization have their own count, so that a
-	// call spanning two restarts is not failed for it, while a server that
-	// answers 404 to everything still cannot hold a call in a loop.
-	attempt      int
-	replays      int
-	renegotiated bool
-	pauses       backoff.BackOff // made on the first retry that must wait
+	// attempts counts sends that may have reached the server's handler
+	// (outcome unknown); replays after a re-initialization have their own
+	// count, so that a call spanning two restarts is not failed for it,
+	// while a server that answers 404 to everything still cannot hold a
+	// call in a loop. Sends that provably did not run are bounded by the
+	// deadline and the retry budget, not counted.
+	attempts, replays int
+	sends             int // every send, for the error message
+	renegotiated      bool
+	mayHaveRun        bool            // some attempt may have run on the server
+	revalidate        bool            // probe the session before the next send
+	pauses            backoff.BackOff // made on the first retry that must wait
 }
 
 // action is what a call does after a failed attempt.
@@ -160,23 +218,32 @@ type action struct {
 	budget    bool       // the retry is paid from the shared retry budget
 	replay    bool       // the retry is a replay on a new session
 	pause     time.Duration
+	refused   bool // a replay refused because the call is not safe to repeat
 }
 
-func (r *retries) after(method string, v verdict, err error, safe bool) action {
-	if r.attempt == 0 {
-		r.attempt = 1
-	}
+// after decides what follows a failed attempt. safe is asked only when the
+// outcome is unknown; it may list the server's tools to answer.
+func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Time) action {
+	r.sends++
+	r.mayHaveRun = r.mayHaveRun || v.mayHaveRun()
 	switch v.class {
 	case classCaller:
+		why := "cancelled"
 		if errors.Is(err, context.DeadlineExceeded) {
-			return action{err: fmt.Errorf("resilientmcp: %s: no answer before the deadline; the request may have run on the server: %w", method, err)}
+			why = "no answer before the deadline"
+			if !r.mayHaveRun {
+				why = "the deadline passed before the request was sent"
+			}
 		}
+		return action{err: r.fail(why, err)}
+
+	case classServer:
 		return action{err: err}
 
-	case classFatal:
-		return action{err: err}
+	case classAuth:
+		return action{err: authorizationRequired("no_token", err)}
 
-	case classSessionExpired:
+	case classExpired:
 		// Every goroutine that used this lease's generation sees this; the
 		// first Discard starts the one re-initialization, the others are
 		// no-ops and wait for it in Acquire. Not paid from the budget: the
@@ -190,7 +257,7 @@ func (r *retries) after(method string, v verdict, err error, safe bool) action {
 		}
 		a := action{discard: &lostError{kind: lossExpired, err: err}, replay: true}
 		if r.replays++; r.replays > r.max {
-			a.err = fmt.Errorf("resilientmcp: %s: session lost %d times in a row: %w", method, r.replays, err)
+			a.err = r.fail(fmt.Sprintf("the session was lost %d times in a row", r.replays), err)
 		}
 		return a
 
@@ -201,43 +268,56 @@ func (r *retries) after(method string, v verdict, err error, safe bool) action {
 			// once; it is not a retry of the call.
 			return action{discard: &lostError{kind: lossUnreachable, err: err}, reconnect: true}
 		}
-		return r.count(method, err, action{pause: max(v.retryAfter, r.nextPause())})
-
-	case classOutcomeUnknown:
-		a := action{closeIdle: true}
-		if !safe {
-			a.err = fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, method, err)
-			return a
+		// Declined unread (429, 503) or not written: wait as the server
+		// asks, or by the backoff, for as long as the deadline allows.
+		a := action{pause: max(v.retryAfter, r.nextPause()), budget: true}
+		if !deadline.IsZero() && time.Until(deadline) < a.pause {
+			a.err = r.fail(fmt.Sprintf("the deadline leaves no time for the %v pause before trying again", a.pause.Round(time.Millisecond)), err, context.DeadlineExceeded)
 		}
-		// The first retry goes at once: the usual cause is a pooled
-		// connection the server had closed, which the HTTP client has now
-		// dropped. A second failure in a row waits.
-		if r.pauses != nil {
-			a.pause = r.pauses.NextBackOff()
-		} else {
-			r.pauses = r.newBackOff()
+		return a
+
+	case classUnknown:
+		a := action{closeIdle: true}
+		if !safe() {
+			a.refused = true
+			a.err = r.fail("not safe to repeat", err)
+			return a
 		}
 		if v.staleConnection {
 			// A pooled connection that died says nothing of the server; a
-			// restart can fail several at once. Paid from the budget, but
-			// not counted against the call's attempts.
+			// restart can fail several at once. Sent again at once, on a
+			// new connection; paid from the budget, but not counted
+			// against the call's attempts.
 			a.budget = true
 			return a
 		}
-		return r.count(method, err, a)
+		if r.attempts++; r.attempts >= r.max {
+			a.err = r.fail("", err)
+			return a
+		}
+		// Before sending again, ask the session whether the server
+		// answers: a server that is down then fails the probe, the session
+		// goes to the reconnect loop, and the call waits for it on the
+		// backoff schedule instead of spending its attempts in
+		// milliseconds.
+		r.revalidate = true
+		a.budget = true
+		return a
+
+	case classBroken:
+		return action{err: r.fail("the answer was not usable", err)}
 	}
 	return action{err: err}
 }
 
-// count charges a retry to the call's attempts and to the budget.
-func (r *retries) count(method string, err error, a action) action {
-	if r.attempt >= r.max {
-		a.err = fmt.Errorf("resilientmcp: %s: giving up after %d attempts: %w", method, r.attempt, err)
-		return a
+// fail is the call's error: ErrOutcomeUnknown if some attempt may have run,
+// else ErrUnavailable.
+func (r *retries) fail(why string, cause error, also ...error) error {
+	kind := ErrUnavailable
+	if r.mayHaveRun {
+		kind = ErrOutcomeUnknown
 	}
-	r.attempt++
-	a.budget = true
-	return a
+	return &callError{kind: kind, method: r.method, why: why, sends: r.sends, also: also, cause: cause}
 }
 
 func (r *retries) nextPause() time.Duration {

@@ -36,45 +36,58 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		sessionEra bool
 		ctxDone    bool
 		reused     bool
+		gotConn    bool
+		wrote      bool
 		want       class
 		check      func(verdict) bool
 	}{
 		{name: "caller: context ended", err: wire(os.ErrDeadlineExceeded), ctxDone: true, want: classCaller},
-		{name: "F11: 401", err: wire(&transport.AuthorizationRequiredError{}), status: 401, want: classFatal},
-		{name: "F11: OAuth required", err: wire(&transport.OAuthAuthorizationRequiredError{}), want: classFatal},
-		{name: "F11: 403", err: wire(errors.New("request failed with status 403: forbidden")), status: 403, want: classFatal},
-		{name: "F1: 404 in the session era", err: wire(transport.ErrSessionTerminated), status: 404, sessionEra: true, want: classSessionExpired},
-		{name: "F1: later call on the ended session", err: wire(transport.ErrSessionTerminated), sessionEra: true, want: classSessionExpired},
-		{name: "404 in the stateless era", err: wire(transport.ErrSessionTerminated), status: 404, want: classFatal},
-		{name: "F12: initialize answered 4xx", err: wire(transport.ErrLegacySSEServer), status: 405, want: classFatal},
-		{name: "F13: version rejected", err: mcp.UnsupportedProtocolVersionError{Version: "2026-07-28"}, status: 400, want: classSessionExpired,
+		{name: "F11: 401", err: wire(&transport.AuthorizationRequiredError{}), status: 401, want: classAuth},
+		{name: "F11: OAuth required", err: wire(&transport.OAuthAuthorizationRequiredError{}), want: classAuth},
+		{name: "F11: 403", err: wire(errors.New("request failed with status 403: forbidden")), status: 403, want: classAuth},
+		{name: "F1: 404 in the session era", err: wire(transport.ErrSessionTerminated), status: 404, sessionEra: true, want: classExpired},
+		{name: "F1: later call on the ended session", err: wire(transport.ErrSessionTerminated), sessionEra: true, want: classExpired},
+		{name: "404 in the stateless era", err: wire(transport.ErrSessionTerminated), status: 404, want: classServer},
+		{name: "F12: initialize answered 4xx", err: wire(transport.ErrLegacySSEServer), status: 405, want: classServer},
+		{name: "F13: version rejected", err: mcp.UnsupportedProtocolVersionError{Version: "2026-07-28"}, status: 400, want: classExpired,
 			check: func(v verdict) bool { return v.renegotiate }},
 		{name: "F10: 429 with Retry-After", err: wire(errors.New("request failed with status 429")), status: 429, retryAfter: 2 * time.Second, want: classNotSent,
 			check: func(v verdict) bool { return v.retryAfter == 2*time.Second && !v.unreachable }},
 		{name: "F10: 503", err: wire(errors.New("request failed with status 503")), status: 503, want: classNotSent},
-		{name: "F10: 502", err: wire(errors.New("request failed with status 502")), status: 502, want: classOutcomeUnknown},
-		{name: "F10: 504", err: wire(errors.New("request failed with status 504")), status: 504, want: classOutcomeUnknown},
-		{name: "F10: 500", err: wire(errors.New("request failed with status 500")), status: 500, want: classFatal},
-		{name: "JSON-RPC error from the server", err: mcp.ErrMethodNotFound, status: 200, want: classFatal},
+		{name: "F10: 502", err: wire(errors.New("request failed with status 502")), status: 502, want: classUnknown},
+		{name: "F10: 504", err: wire(errors.New("request failed with status 504")), status: 504, want: classUnknown},
+		{name: "F10: 500", err: wire(errors.New("request failed with status 500")), status: 500, want: classBroken},
+		{name: "400", err: wire(errors.New("request failed with status 400")), status: 400, want: classServer},
+		{name: "JSON-RPC error from the server", err: mcp.ErrMethodNotFound, status: 200, want: classServer},
 		{name: "F7: connection refused", err: wire(netErr("dial", syscall.ECONNREFUSED)), want: classNotSent,
 			check: func(v verdict) bool { return v.unreachable }},
 		{name: "F7: DNS failure", err: wire(&url.Error{Op: "Post", Err: &net.DNSError{Err: "no such host", Name: "mcp.invalid"}}), want: classNotSent,
 			check: func(v verdict) bool { return v.unreachable }},
-		{name: "F2/F3: EOF on a reused connection", err: wire(&url.Error{Op: "Post", Err: io.EOF}), want: classOutcomeUnknown},
-		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), want: classOutcomeUnknown,
+		{name: "F2/F3: EOF on a reused connection", err: wire(&url.Error{Op: "Post", Err: io.EOF}), want: classUnknown},
+		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), want: classUnknown,
 			check: func(v verdict) bool { return !v.staleConnection }},
-		{name: "F3/F4: reset on a pooled connection", err: wire(netErr("read", syscall.ECONNRESET)), reused: true, want: classOutcomeUnknown,
+		{name: "F3/F4: reset on a pooled connection", err: wire(netErr("read", syscall.ECONNRESET)), reused: true, want: classUnknown,
 			check: func(v verdict) bool { return v.staleConnection }},
-		{name: "502 on a pooled connection is the server's answer", err: wire(errors.New("request failed with status 502")), status: 502, reused: true, want: classOutcomeUnknown,
+		{name: "502 on a pooled connection is the server's answer", err: wire(errors.New("request failed with status 502")), status: 502, reused: true, want: classUnknown,
 			check: func(v verdict) bool { return !v.staleConnection }},
-		{name: "F5: timeout", err: wire(netErr("read", os.ErrDeadlineExceeded)), want: classOutcomeUnknown},
-		{name: "stream broken mid-response", err: transport.NewError(fmt.Errorf("reading SSE: %w", io.ErrUnexpectedEOF)), status: 200, want: classOutcomeUnknown},
-		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, want: classFatal},
-		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, want: classFatal},
+		{name: "F5: timeout", err: wire(netErr("read", os.ErrDeadlineExceeded)), want: classUnknown},
+		{name: "stream broken mid-response", err: transport.NewError(fmt.Errorf("reading SSE: %w", io.ErrUnexpectedEOF)), status: 200, want: classUnknown},
+		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, wrote: true, want: classBroken},
+		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, wrote: true, want: classBroken},
+		{name: "reset before the request was completely written", err: wire(netErr("write", syscall.EPIPE)), gotConn: true, want: classNotSent,
+			check: func(v verdict) bool { return !v.unreachable && !v.sent && !v.mayHaveRun() }},
+		{name: "reset after the request was written", err: wire(netErr("read", syscall.ECONNRESET)), gotConn: true, wrote: true, want: classUnknown,
+			check: func(v verdict) bool { return v.sent && v.mayHaveRun() }},
+		{name: "a transport that reports no connection proves nothing", err: wire(netErr("read", syscall.ECONNRESET)), want: classUnknown},
+		{name: "F25: deadline after the request was written", err: wire(os.ErrDeadlineExceeded), ctxDone: true, gotConn: true, wrote: true, want: classCaller,
+			check: func(v verdict) bool { return v.mayHaveRun() }},
+		{name: "deadline before the request was written", err: wire(os.ErrDeadlineExceeded), ctxDone: true, want: classCaller,
+			check: func(v verdict) bool { return !v.mayHaveRun() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &exchange{status: tt.status, retryAfter: tt.retryAfter, reused: tt.reused}
+			// A request that went out on a pooled connection was written.
+			ex := &exchange{rec: record{status: tt.status, retryAfter: tt.retryAfter, reused: tt.reused, gotConn: tt.gotConn || tt.reused, wrote: tt.wrote || tt.reused}}
 			v := classify(tt.err, tt.sessionEra, ex, tt.ctxDone)
 			if v.class != tt.want {
 				t.Fatalf("classify(%v) = %v, want %v", tt.err, v.class, tt.want)

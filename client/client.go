@@ -49,8 +49,8 @@ type ResilientClient struct {
 	memory         memory      // subscriptions and logging level, restored on every new session
 	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
 
-	toolsMu sync.RWMutex
-	tools   map[string]mcp.Tool // from the last tools/list, for the replay decision
+	tools      toolCache      // the server's tools, for the replay decision
+	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
 	stateMu  sync.Mutex    // orders state computations and their notifications
 	members  []memberState // by pool member
@@ -183,7 +183,11 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
+		// No listing of tools starts once closed is seen under this lock.
+		c.tools.mu.Lock()
+		c.tools.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
 		c.pool.Close()
+		c.background.Wait()
 		c.notifications.close()
 		c.notifier.wait()
 		if c.ownHTTPClient {
@@ -203,6 +207,15 @@ func (c *ResilientClient) Close() error {
 // carries notifications.
 func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) {
 	c.notifications.add(handler)
+}
+
+// onServerNotification receives every session's notifications, on its
+// reader: it must not block.
+func (c *ResilientClient) onServerNotification(n mcp.JSONRPCNotification) {
+	if n.Method == mcp.MethodNotificationToolsListChanged {
+		c.markToolsStale()
+	}
+	c.dispatchNotification(n)
 }
 
 func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {

@@ -1,20 +1,147 @@
 package client
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
+// Every error a call returns answers one question: may the request have run
+// on the server? It is exactly one of:
+//
+//   - ErrOutcomeUnknown: it may have run, and was not sent again;
+//   - ErrUnavailable: it did not run;
+//   - ErrAuthorizationRequired: the server wants authorization; it did not run;
+//   - the server's own answer (a JSON-RPC error, mcp-go's error as is);
+//   - ErrClosed: the client was closed (also ErrOutcomeUnknown if the
+//     request had been sent).
+//
+// No error is both ErrOutcomeUnknown and ErrUnavailable. Each also wraps the
+// failure behind it, and context.DeadlineExceeded or context.Canceled when
+// the caller's context ended. A tool's own failure is a CallToolResult with
+// IsError, never an error.
 var (
 	// ErrClosed is returned by every call made after Close, and by calls
 	// that Close interrupted.
 	ErrClosed = errors.New("resilientmcp: client closed")
 
-	// ErrOutcomeUnknown means the request may have reached the server and run
-	// there, and was not sent again because it is not safe to repeat (a tool
-	// not annotated read-only or idempotent). It wraps the failure that made
-	// the outcome unknown. Check on the server before trying again.
-	ErrOutcomeUnknown = errors.New("resilientmcp: outcome unknown: the request may have run on the server and is not safe to repeat")
+	// ErrOutcomeUnknown means the request may have reached the server and
+	// run there, and was not sent again: it is not safe to repeat (a tool
+	// not annotated read-only or idempotent), or the attempts or the
+	// deadline ran out after it was sent, or the answer was unusable. Check
+	// on the server before trying again.
+	ErrOutcomeUnknown = errors.New("resilientmcp: outcome unknown: the request may have run on the server")
 
-	// ErrUnavailable means no healthy session could be had before the
-	// deadline. The request was not sent. It wraps the context's error and the
-	// last reason the server could not be reached.
-	ErrUnavailable = errors.New("resilientmcp: server unavailable")
+	// ErrUnavailable means the request did not run on the server: no
+	// session could be had before the deadline, the server declined it
+	// unread (503, 429), or the retry budget was spent on failures that
+	// never reached it. Trying again later is safe.
+	ErrUnavailable = errors.New("resilientmcp: unavailable: the request did not run on the server")
+
+	// ErrAuthorizationRequired means the server refused the request for
+	// want of authorization (401, 403); it did not run. The error is an
+	// *AuthorizationRequiredError that says why.
+	ErrAuthorizationRequired = errors.New("resilientmcp: authorization required")
 )
+
+// AuthorizationRequiredError is the error of a call the server refused for
+// want of authorization. It matches ErrAuthorizationRequired with errors.Is
+// and wraps the server's answer. Reason is one of a documented set:
+// "no_token" (the server asked for authorization and the client has none to
+// give), and those of the authorization flow.
+type AuthorizationRequiredError struct {
+	Reason string
+	cause  error
+}
+
+func authorizationRequired(reason string, cause error) error {
+	return &AuthorizationRequiredError{Reason: reason, cause: cause}
+}
+
+func (e *AuthorizationRequiredError) Error() string {
+	msg := "resilientmcp: authorization required (" + e.Reason + ")"
+	if e.cause != nil {
+		msg += ": " + describe(e.cause)
+	}
+	return msg
+}
+
+func (e *AuthorizationRequiredError) Is(target error) bool { return target == ErrAuthorizationRequired }
+func (e *AuthorizationRequiredError) Unwrap() error        { return e.cause }
+
+// callError is a failed call's error when the server did not answer it:
+// ErrOutcomeUnknown or ErrUnavailable (or ErrClosed), why, after how many
+// sends, and the last cause.
+type callError struct {
+	kind   error // ErrOutcomeUnknown, ErrUnavailable, or nil with closed
+	closed bool  // also ErrClosed: Close interrupted the call
+	method string
+	why    string
+	sends  int
+	also   []error // further causes to match, such as the context's error
+	cause  error
+}
+
+func (e *callError) Error() string {
+	var b strings.Builder
+	b.WriteString("resilientmcp: ")
+	b.WriteString(e.method)
+	b.WriteString(": ")
+	if e.closed {
+		b.WriteString("client closed")
+		if e.kind == ErrOutcomeUnknown {
+			b.WriteString(" after the request was sent; it may have run on the server")
+		}
+	} else if e.kind == ErrOutcomeUnknown {
+		b.WriteString("outcome unknown, the request may have run on the server")
+	} else {
+		b.WriteString("unavailable, the request did not run on the server")
+	}
+	if e.why != "" {
+		b.WriteString(": ")
+		b.WriteString(e.why)
+	}
+	if e.sends > 0 {
+		fmt.Fprintf(&b, " (%d %s)", e.sends, plural(e.sends, "attempt", "attempts"))
+	}
+	if e.cause != nil {
+		b.WriteString(": ")
+		b.WriteString(describe(e.cause))
+	}
+	return b.String()
+}
+
+func (e *callError) Unwrap() []error {
+	errs := make([]error, 0, 3+len(e.also))
+	if e.kind != nil {
+		errs = append(errs, e.kind)
+	}
+	if e.closed {
+		errs = append(errs, ErrClosed)
+	}
+	errs = append(errs, e.also...)
+	if e.cause != nil {
+		errs = append(errs, e.cause)
+	}
+	return errs
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// describe is err's message with what mcp-go says twice said once: its
+// transport and its client both prefix "failed to send request", and every
+// transport failure is "transport error: ...". For reading only; nothing
+// decides on it.
+func describe(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "transport error: ")
+	const dup = "failed to send request: "
+	for strings.Contains(msg, dup+dup) {
+		msg = strings.ReplaceAll(msg, dup+dup, dup)
+	}
+	return strings.ReplaceAll(msg, "transport error: "+dup, dup)
+}

@@ -20,19 +20,33 @@ import (
 // itself as a value without a second allocation.
 type exchange struct {
 	context.Context
-	mu         sync.Mutex
-	status     int           // of the last response; 0 if none came
-	retryAfter time.Duration // from the last response's Retry-After
-	dialErr    error         // the first dial failure of this attempt
-	reused     bool          // the last request went out on a pooled connection
-	trace      httptrace.ClientTrace
+	mu      sync.Mutex
+	rec     record
+	dialErr error // the first dial failure of this attempt
+	trace   httptrace.ClientTrace
+}
+
+// record is what the HTTP layer saw of the last request of an attempt.
+type record struct {
+	status     int           // of the response; 0 if none came
+	retryAfter time.Duration // from the response's Retry-After
+	gotConn    bool          // the transport reported the connection it sent on
+	reused     bool          // that connection was a pooled one
+	wrote      bool          // the request was completely written to it
 }
 
 func newExchange() *exchange {
 	ex := &exchange{}
 	ex.trace.GotConn = func(info httptrace.GotConnInfo) {
 		ex.mu.Lock()
-		ex.reused = info.Reused
+		// net/http takes another connection when a pooled one turns out
+		// dead before anything was written on it: a new write begins.
+		ex.rec.gotConn, ex.rec.reused, ex.rec.wrote = true, info.Reused, false
+		ex.mu.Unlock()
+	}
+	ex.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
+		ex.mu.Lock()
+		ex.rec.wrote = info.Err == nil
 		ex.mu.Unlock()
 	}
 	return ex
@@ -61,19 +75,19 @@ func (ex *exchange) Value(key any) any {
 // reset starts a new attempt.
 func (ex *exchange) reset() {
 	ex.mu.Lock()
-	ex.status, ex.retryAfter, ex.dialErr, ex.reused = 0, 0, nil, false
+	ex.rec, ex.dialErr = record{}, nil
 	ex.mu.Unlock()
 }
 
 // snapshot is what the last request saw; nothing for a nil exchange (an
 // error met outside a call, such as while restoring a session).
-func (ex *exchange) snapshot() (status int, retryAfter time.Duration, reused bool) {
+func (ex *exchange) snapshot() record {
 	if ex == nil {
-		return 0, 0, false
+		return record{}
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	return ex.status, ex.retryAfter, ex.reused
+	return ex.rec
 }
 
 // deleteTimeout bounds the DELETE that ends a session. mcp-go gives it five
@@ -99,7 +113,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	// What is recorded describes the last request only: one attempt may
 	// send several (mcp-go's Initialize sends server/discover, then
 	// initialize), and an earlier answer must not be read as this one's.
-	ex.status, ex.retryAfter, ex.reused = 0, 0, false
+	ex.rec = record{}
 	ex.mu.Unlock()
 	if dialErr != nil {
 		// mcp-go follows a failed server/discover with initialize; when the
@@ -116,8 +130,8 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	ex.status = resp.StatusCode
-	ex.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	ex.rec.status = resp.StatusCode
+	ex.rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return resp, nil
 }
 

@@ -34,10 +34,10 @@ func TestExchangeDescribesOnlyTheLastRequest(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
-	if status, retryAfter, _ := ex.snapshot(); status != 0 || retryAfter != 0 {
-		t.Fatalf("after a failed request the exchange still says status %d, Retry-After %v", status, retryAfter)
+	if rec := ex.snapshot(); rec.status != 0 || rec.retryAfter != 0 {
+		t.Fatalf("after a failed request the exchange still says status %d, Retry-After %v", rec.status, rec.retryAfter)
 	}
-	if v := classify(wire(dead), true, ex, false); v.class != classOutcomeUnknown {
+	if v := classify(wire(dead), true, ex, false); v.class != classUnknown {
 		t.Errorf("classified as %v, want outcome unknown", v.class)
 	}
 }

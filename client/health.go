@@ -31,7 +31,7 @@ func (e *probeError) Unwrap() error { return e.err }
 // loss is why a session that failed a probe must go.
 func (e *probeError) loss() *lostError {
 	switch {
-	case e.verdict.class == classSessionExpired:
+	case e.verdict.class == classExpired:
 		return &lostError{kind: lossExpired, err: e}
 	case e.verdict.unreachable:
 		return &lostError{kind: lossUnreachable, err: e}
@@ -44,7 +44,7 @@ func (e *probeError) loss() *lostError {
 // fresh connection: that is exactly what probing after idle is for.
 func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 	v, err := c.probe(ctx, s)
-	if err != nil && v.class == classOutcomeUnknown && ctx.Err() == nil {
+	if err != nil && v.class == classUnknown && ctx.Err() == nil {
 		c.httpClient.CloseIdleConnections()
 		v, err = c.probe(ctx, s)
 	}
@@ -92,9 +92,11 @@ func (c *ResilientClient) replace(s *session, err error) {
 // validate probes s before a call is sent on it if s has not been heard from
 // within the keepalive interval: the process may have been frozen, or the
 // keepalive prober could not run, while a middlebox dropped the connection or
-// the server forgot the session.
-func (c *ResilientClient) validate(ctx context.Context, s *session) error {
-	if s.health.IdleFor() < c.opts.validateAfter() {
+// the server forgot the session. force probes it regardless: the call's last
+// attempt broke in a way that leaves the server's health in doubt. Probes
+// are shared by every caller that asks while one is under way.
+func (c *ResilientClient) validate(ctx context.Context, s *session, force bool) error {
+	if !force && s.health.IdleFor() < c.opts.validateAfter() {
 		return nil
 	}
 	return s.health.Check(ctx)

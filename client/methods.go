@@ -8,9 +8,11 @@ import (
 )
 
 // call runs an mcp-go method through the one call path.
-func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, safe bool, fn func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
+//
+// tool is the tool of a tools/call, "" for every other method.
+func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, tool string, fn func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
 	var out T
-	err := c.do(ctx, string(method), safe, func(ctx context.Context, s *session) error {
+	err := c.do(ctx, string(method), tool, func(ctx context.Context, s *session) error {
 		var err error
 		out, err = fn(ctx, s.mc)
 		return err
@@ -35,7 +37,7 @@ func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequ
 		}
 	}
 	var res *mcp.InitializeResult
-	err := c.do(ctx, string(mcp.MethodInitialize), true, func(_ context.Context, s *session) error {
+	err := c.do(ctx, string(mcp.MethodInitialize), "", func(_ context.Context, s *session) error {
 		copied := *s.result
 		res = &copied
 		return nil
@@ -47,38 +49,38 @@ func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequ
 // session era, server/discover in the stateless era (where mcp-go's Ping sends
 // nothing).
 func (c *ResilientClient) Ping(ctx context.Context) error {
-	return c.do(ctx, string(mcp.MethodPing), true, func(ctx context.Context, s *session) error {
+	return c.do(ctx, string(mcp.MethodPing), "", func(ctx context.Context, s *session) error {
 		_, err := c.probe(ctx, s)
 		return err
 	})
 }
 
 func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	return call(ctx, c, mcp.MethodResourcesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResourcesByPage(ctx, req)
 	})
 }
 
 func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	return call(ctx, c, mcp.MethodResourcesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResources(ctx, req)
 	})
 }
 
 func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
-	return call(ctx, c, mcp.MethodResourcesTemplatesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplatesByPage(ctx, req)
 	})
 }
 
 func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
-	return call(ctx, c, mcp.MethodResourcesTemplatesList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
+	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplates(ctx, req)
 	})
 }
 
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return call(ctx, c, mcp.MethodResourcesRead, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
+	return call(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
 	})
 }
@@ -88,7 +90,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 // across re-initializations. In the stateless era it is a filter on the
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
-	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), true, func(ctx context.Context, s *session) error {
+	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), "", func(ctx context.Context, s *session) error {
 		if err := s.mc.Subscribe(ctx, req); err != nil {
 			return err
 		}
@@ -101,7 +103,7 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 
 // Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
-	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), true, func(ctx context.Context, s *session) error {
+	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), "", func(ctx context.Context, s *session) error {
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
 			return err
 		}
@@ -112,27 +114,27 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 }
 
 func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	return call(ctx, c, mcp.MethodPromptsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
+	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPromptsByPage(ctx, req)
 	})
 }
 
 func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	return call(ctx, c, mcp.MethodPromptsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
+	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPrompts(ctx, req)
 	})
 }
 
 func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	return call(ctx, c, mcp.MethodPromptsGet, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
+	return call(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
 		return mc.GetPrompt(ctx, req)
 	})
 }
 
-// ListToolsByPage lists one page of tools and remembers their annotations
-// for the replay decision.
+// ListToolsByPage lists one page of tools. Their annotations inform the
+// replay decision; listing is never needed for it.
 func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	res, err := call(ctx, c, mcp.MethodToolsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
+	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return mc.ListToolsByPage(ctx, req)
 	})
 	if err == nil {
@@ -141,10 +143,11 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 	return res, err
 }
 
-// ListTools lists every tool and remembers their annotations for the replay
-// decision.
+// ListTools lists every tool. Their annotations inform the replay decision;
+// listing is never needed for it: the client lists tools itself when a
+// decision needs a tool it has not seen.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	res, err := call(ctx, c, mcp.MethodToolsList, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
+	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return mc.ListTools(ctx, req)
 	})
 	if err == nil {
@@ -155,9 +158,11 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 
 // CallTool calls a tool. If an attempt fails in a way that leaves unknown
 // whether the tool ran, it is sent again only if WithRetryToolCall says the
-// tool is safe to repeat; otherwise the error wraps ErrOutcomeUnknown.
+// tool is safe to repeat, judged by the annotations the server lists for it
+// (the client lists the tools itself when it needs to, once for every
+// goroutine); otherwise the error wraps ErrOutcomeUnknown.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return call(ctx, c, mcp.MethodToolsCall, c.toolSafe(req.Params.Name), func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
+	return call(ctx, c, mcp.MethodToolsCall, req.Params.Name, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
 		return mc.CallTool(ctx, req)
 	})
 }
@@ -165,7 +170,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 // SetLevel sets the level of log messages the server sends. The level is
 // remembered and restored on every new session.
 func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
-	return c.do(ctx, string(mcp.MethodSetLogLevel), true, func(ctx context.Context, s *session) error {
+	return c.do(ctx, string(mcp.MethodSetLogLevel), "", func(ctx context.Context, s *session) error {
 		if err := s.mc.SetLevel(ctx, req); err != nil {
 			return err
 		}
@@ -175,7 +180,7 @@ func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest)
 }
 
 func (c *ResilientClient) Complete(ctx context.Context, req mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	return call(ctx, c, mcp.MethodCompletionComplete, true, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CompleteResult, error) {
+	return call(ctx, c, mcp.MethodCompletionComplete, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.CompleteResult, error) {
 		return mc.Complete(ctx, req)
 	})
 }

@@ -91,9 +91,9 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 			return prev, nil
 		case !errors.As(err, &pe):
 			return nil, err
-		case pe.verdict.class == classFatal:
+		case pe.verdict.permanent():
 			return nil, backoff.Permanent(err)
-		case pe.verdict.class != classSessionExpired:
+		case pe.verdict.class != classExpired:
 			return nil, err
 		}
 		lost = &lostError{kind: lossExpired, err: err}
@@ -217,7 +217,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	if err := mc.Start(c.lifetime); err != nil {
 		return nil, err
 	}
-	mc.OnNotification(c.dispatchNotification)
+	mc.OnNotification(c.onServerNotification)
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		_ = mc.Close()
@@ -225,7 +225,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		// Initialize is safe to repeat, so only an error no retry can fix
 		// ends the loop: a 401, a non-MCP endpoint, a version we do not speak
 		// (mcp-go already negotiated, so this is the one re-negotiation).
-		if v := classify(err, false, ex, ctx.Err() != nil); v.class == classFatal || v.renegotiate {
+		if v := classify(err, false, ex, ctx.Err() != nil); v.permanent() || v.renegotiate {
 			return nil, backoff.Permanent(err)
 		}
 		return nil, err

@@ -1,6 +1,9 @@
 package client
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // Stats are counters since New, for dashboards and tests.
 type Stats struct {
@@ -11,33 +14,62 @@ type Stats struct {
 	Redials           uint64 // new sessions opened because the old one's connection died
 	Probes            uint64 // keepalive probes sent
 	ProbeFailures     uint64 // keepalive probes that failed
-	Sessions          int    // sessions in service now
-	InFlight          int    // calls in progress now
+
+	// OutcomeUnknown counts calls that returned ErrOutcomeUnknown: among
+	// them every replay refused because the call was not safe to repeat.
+	OutcomeUnknown uint64
+	// Unavailable counts calls that returned ErrUnavailable.
+	Unavailable uint64
+
+	// TokenRefreshes, TokenRefreshFailures and Authorizations count the
+	// work of the authorization flow; AuthorizationRequired counts calls
+	// that returned ErrAuthorizationRequired.
+	TokenRefreshes, TokenRefreshFailures, Authorizations uint64
+	AuthorizationRequired                                uint64
+
 	// DroppedNotifications counts notifications dropped because the
 	// handlers were more than 1024 behind.
 	DroppedNotifications uint64
+
+	Sessions int // sessions in service now
+	InFlight int // calls in progress now
 }
 
 type counters struct {
-	calls, retries, replays    atomic.Uint64
-	reinitializations, redials atomic.Uint64
-	probes, probeFailures      atomic.Uint64
-	inFlight                   atomic.Int64
+	calls, retries, replays               atomic.Uint64
+	reinitializations, redials            atomic.Uint64
+	probes, probeFailures                 atomic.Uint64
+	outcomeUnknown, unavailable, authReqd atomic.Uint64
+	inFlight                              atomic.Int64
+}
+
+// record counts a failed call by what its error says of the request.
+func (s *counters) record(err error) {
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		s.outcomeUnknown.Add(1)
+	case errors.Is(err, ErrUnavailable):
+		s.unavailable.Add(1)
+	case errors.Is(err, ErrAuthorizationRequired):
+		s.authReqd.Add(1)
+	}
 }
 
 // Stats returns a snapshot of the client's counters.
 func (c *ResilientClient) Stats() Stats {
 	return Stats{
-		Calls:             c.stats.calls.Load(),
-		Retries:           c.stats.retries.Load(),
-		Replays:           c.stats.replays.Load(),
-		Reinitializations: c.stats.reinitializations.Load(),
-		Redials:           c.stats.redials.Load(),
-		Probes:            c.stats.probes.Load(),
-		ProbeFailures:     c.stats.probeFailures.Load(),
-		Sessions:          c.pool.Stats().Ready,
-		InFlight:          int(c.stats.inFlight.Load()),
-
-		DroppedNotifications: c.notifications.dropped.Load(),
+		Calls:                 c.stats.calls.Load(),
+		Retries:               c.stats.retries.Load(),
+		Replays:               c.stats.replays.Load(),
+		Reinitializations:     c.stats.reinitializations.Load(),
+		Redials:               c.stats.redials.Load(),
+		Probes:                c.stats.probes.Load(),
+		ProbeFailures:         c.stats.probeFailures.Load(),
+		OutcomeUnknown:        c.stats.outcomeUnknown.Load(),
+		Unavailable:           c.stats.unavailable.Load(),
+		AuthorizationRequired: c.stats.authReqd.Load(),
+		DroppedNotifications:  c.notifications.dropped.Load(),
+		Sessions:              c.pool.Stats().Ready,
+		InFlight:              int(c.stats.inFlight.Load()),
 	}
 }

@@ -4,64 +4,161 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// rememberTools caches tools for the replay decision; complete replaces the
-// cache, a page adds to it.
+// toolCache is what the client knows of the server's tools, for the one
+// decision that needs them: whether a tools/call whose outcome is unknown
+// may be sent again. The client fills it itself, so that the decision is
+// the same whether or not the caller ever lists tools: the first time a
+// decision needs a tool it has not seen (or after the server announced a
+// change), one tools/list is sent for every goroutine that needs it. A call
+// that succeeds never waits for it.
+type toolCache struct {
+	mu     sync.Mutex
+	tools  map[string]mcp.Tool // nil until the tools were first listed
+	gen    uint64              // counts changes announced by the server
+	fresh  uint64              // gen of the listing in tools; != gen: stale
+	flight *toolFetch          // the listing under way, if any
+}
+
+// toolFetch is one listing of the tools, shared by every caller that needs
+// it while it is under way.
+type toolFetch struct {
+	done chan struct{}
+	err  error
+}
+
+// rememberTools caches tools; complete replaces the cache, a page adds to it.
 func (c *ResilientClient) rememberTools(tools []mcp.Tool, complete bool) {
-	c.toolsMu.Lock()
-	defer c.toolsMu.Unlock()
-	if complete || c.tools == nil {
-		c.tools = make(map[string]mcp.Tool, len(tools))
+	c.tools.mu.Lock()
+	defer c.tools.mu.Unlock()
+	c.rememberToolsLocked(tools, complete, c.tools.gen)
+}
+
+// rememberToolsLocked caches a listing that began when the change count was
+// gen: a change announced since leaves it stale.
+func (c *ResilientClient) rememberToolsLocked(tools []mcp.Tool, complete bool, gen uint64) {
+	if complete || c.tools.tools == nil {
+		c.tools.tools = make(map[string]mcp.Tool, len(tools))
+		c.tools.fresh = gen
 	}
 	for _, t := range tools {
-		c.tools[t.Name] = t
+		c.tools.tools[t.Name] = t
 	}
 }
 
-// toolSafe decides whether a tools/call may be replayed.
-func (c *ResilientClient) toolSafe(name string) bool {
-	c.toolsMu.RLock()
-	t, ok := c.tools[name]
-	c.toolsMu.RUnlock()
+// markToolsStale records that the cached tools may no longer be the
+// server's: it announced a change, or listing them after a reconnect failed.
+func (c *ResilientClient) markToolsStale() {
+	c.tools.mu.Lock()
+	c.tools.gen++
+	c.tools.mu.Unlock()
+}
+
+// knownTool returns the cached tool if the cache is current and has it.
+func (c *ResilientClient) knownTool(name string) (mcp.Tool, bool) {
+	c.tools.mu.Lock()
+	defer c.tools.mu.Unlock()
+	t, ok := c.tools.tools[name]
+	return t, ok && c.tools.fresh == c.tools.gen
+}
+
+// toolSafe decides whether a tools/call whose outcome is unknown may be sent
+// again. A tool the server does not list is not safe: it has no annotations.
+func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
+	t, ok := c.knownTool(name)
 	if !ok {
-		t = mcp.Tool{Name: name}
+		if err := c.learnTools(ctx); err != nil {
+			c.log.Warn("could not list the tools to decide a replay; the tool is taken as not safe to repeat", "tool", name, "err", describe(err))
+		}
+		if t, ok = c.knownTool(name); !ok {
+			t = mcp.Tool{Name: name}
+		}
 	}
 	return c.opts.retryToolCall(t)
 }
 
-// refreshTools runs after every reconnect, if the caller has listed tools:
-// the server behind the new session may be another version with other tools,
-// or the same tools with other annotations, and the replay decision must not
-// rest on the old ones. A changed set is announced to the notification
-// handlers as notifications/tools/list_changed, as the server would have.
+// learnTools lists the server's tools into the cache, once for every caller
+// that asks while a listing is under way. The listing is the client's, not
+// the caller's: it runs until done (bounded by WithCallTimeout, and by
+// Close), so that one caller's deadline does not fail the others'; each
+// caller waits for it within its own ctx.
+func (c *ResilientClient) learnTools(ctx context.Context) error {
+	c.tools.mu.Lock()
+	f := c.tools.flight
+	if f == nil {
+		if c.closed.Load() {
+			// Close waits for listings started before it; none may start
+			// after (it takes this lock once it has set closed).
+			c.tools.mu.Unlock()
+			return ErrClosed
+		}
+		f = &toolFetch{done: make(chan struct{})}
+		c.tools.flight = f
+		c.background.Add(1)
+		go c.fetchTools(f, c.tools.gen)
+	}
+	c.tools.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *ResilientClient) fetchTools(f *toolFetch, gen uint64) {
+	defer c.background.Done()
+	ctx, cancel := context.WithTimeout(c.lifetime, c.opts.callTimeout)
+	defer cancel()
+	var res *mcp.ListToolsResult
+	err := c.run(ctx, string(mcp.MethodToolsList), "", func(ctx context.Context, s *session) error {
+		var err error
+		res, err = s.mc.ListTools(ctx, mcp.ListToolsRequest{})
+		return err
+	})
+	c.tools.mu.Lock()
+	if err == nil {
+		c.rememberToolsLocked(res.Tools, true, gen)
+	}
+	c.tools.flight = nil
+	c.tools.mu.Unlock()
+	f.err = err
+	close(f.done)
+}
+
+// refreshTools runs after every reconnect, if the tools were ever listed
+// (by the caller or by the client): the server behind the new session may
+// be another version with other tools, or the same tools with other
+// annotations, and the replay decision must not rest on the old ones. A
+// changed set is announced to the notification handlers as
+// notifications/tools/list_changed, as the server would have.
 func (c *ResilientClient) refreshTools(ctx context.Context, s *session) {
-	c.toolsMu.RLock()
-	listed := c.tools != nil
-	c.toolsMu.RUnlock()
+	c.tools.mu.Lock()
+	listed, gen := c.tools.tools != nil, c.tools.gen
+	c.tools.mu.Unlock()
 	if !listed {
 		return
 	}
 	res, err := s.mc.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		// Replaying on annotations that may be stale is the one thing not
-		// to do: forget them, so nothing is replayed until the next list.
-		c.log.Warn("could not list tools after reconnecting; no tool call will be replayed until the next tools/list", "err", err)
-		c.toolsMu.Lock()
-		c.tools = map[string]mcp.Tool{}
-		c.toolsMu.Unlock()
+		// to do: the next decision lists them again.
+		c.log.Warn("could not list tools after reconnecting; they will be listed again when a replay needs them", "err", describe(err))
+		c.markToolsStale()
 		return
 	}
 	fresh := make(map[string]mcp.Tool, len(res.Tools))
 	for _, t := range res.Tools {
 		fresh[t.Name] = t
 	}
-	c.toolsMu.Lock()
-	changed := !maps.EqualFunc(c.tools, fresh, sameTool)
-	c.tools = fresh
-	c.toolsMu.Unlock()
+	c.tools.mu.Lock()
+	changed := !maps.EqualFunc(c.tools.tools, fresh, sameTool)
+	c.tools.tools, c.tools.fresh = fresh, gen
+	c.tools.mu.Unlock()
 	if changed {
 		c.log.Info("the server's tools changed across the reconnect", "tools", len(fresh))
 		c.dispatchNotification(mcp.JSONRPCNotification{
