@@ -278,5 +278,6 @@ func tunedHTTPClient() *http.Client {
 	t.IdleConnTimeout = 50 * time.Second
 	t.MaxIdleConnsPerHost = 64
 	t.MaxIdleConns = 256
+	t.DialContext = checkedDial(t.DialContext)
 	return &http.Client{Transport: t}
 }

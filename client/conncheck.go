@@ -1,0 +1,71 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"syscall"
+)
+
+// errPeerClosed is what writing a request on a connection the server has
+// already closed returns, before a byte is written.
+var errPeerClosed = errors.New("the server had closed the connection before the request was written")
+
+// checkedDial wraps the default HTTP client's dialer so that a request is
+// never written on a pooled connection the server has already closed.
+//
+// Why: when a server restarts or times out an idle connection, its FIN
+// reaches the kernel at once, but net/http notices only when its read loop
+// next runs, and a request that takes the connection first is written into
+// a dead socket. The server never reads it, yet the client sees EOF after
+// writing and cannot tell that from a server that ran the request and then
+// died: a non-idempotent call gets ErrOutcomeUnknown for nothing. So before
+// the first write of each new request on a connection, the kernel is asked
+// (a non-blocking MSG_PEEK, which consumes nothing) whether the peer has
+// closed it. If so the write fails with nothing written, and net/http, which
+// retries a request that wrote nothing on a pooled connection, sends it on
+// a new one by itself. A FIN that arrives after the check still races; it
+// is microseconds wide instead of a scheduler's wake-up.
+func checkedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		sc, ok := conn.(syscall.Conn)
+		if !ok {
+			return conn, nil
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return conn, nil
+		}
+		return &checkedConn{Conn: conn, raw: raw}, nil
+	}
+}
+
+// checkedConn is a connection that checks the peer is still there before
+// the first write of each request.
+type checkedConn struct {
+	net.Conn
+	raw syscall.RawConn
+	// answered: a response was read since the last write, so the next
+	// write begins a new request on a connection that sat in the pool.
+	answered atomic.Bool
+}
+
+func (c *checkedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.answered.Store(true)
+	}
+	return n, err
+}
+
+func (c *checkedConn) Write(p []byte) (int, error) {
+	if c.answered.Swap(false) && peerClosed(c.raw) {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Addr: c.RemoteAddr(), Err: errPeerClosed}
+	}
+	return c.Conn.Write(p)
+}
