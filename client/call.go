@@ -39,7 +39,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	deadline, _ := ctx.Deadline()
 	ex := newExchange()
 	ctx = ex.context(ctx)
-	r := retries{method: method, tool: tool, max: c.opts.maxAttempts, newBackOff: c.opts.newBackOff}
+	r := retries{method: method, tool: tool, max: c.opts.maxAttempts, poolSize: c.opts.poolSize, newBackOff: c.opts.newBackOff}
 	safe := func() bool { return tool == "" || c.toolSafe(ctx, tool) }
 	for {
 		lease, err := c.pool.Acquire(ctx)

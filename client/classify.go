@@ -193,6 +193,7 @@ type retries struct {
 	method     string
 	tool       string                 // the tool of a tools/call, for the log
 	max        int                    // WithMaxAttempts
+	poolSize   int                    // WithPoolSize
 	newBackOff func() backoff.BackOff // WithBackOff
 
 	// attempts counts sends that may have reached the server's handler
@@ -255,8 +256,10 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 			}
 			r.renegotiated = true
 		}
+		// One restart expires every session of a pool, and a call may meet
+		// each of them once before it meets a new one.
 		a := action{discard: &lostError{kind: lossExpired, err: err}, replay: true}
-		if r.replays++; r.replays > r.max {
+		if r.replays++; r.replays > r.max+r.poolSize-1 {
 			a.err = r.fail(fmt.Sprintf("the session was lost %d times in a row", r.replays), err)
 		}
 		return a

@@ -119,12 +119,14 @@ func WithBackOff(newBackOff func() backoff.BackOff) Option {
 	})
 }
 
-// WithMaxAttempts is how many times one call may be sent, for failures that
-// are safe to retry. Waiting for an unreachable server to come back does not
-// count (nothing was sent), nor does a pooled connection found dead under
-// the request (a restart kills many at once; the retry budget still bounds
-// those). Replays after a re-initialization have a cap of their own, also n.
-// Default 3.
+// WithMaxAttempts is how many times one call may be sent when sending it
+// may have run it (the outcome of the earlier attempt is unknown and the call
+// is safe to repeat). Sends that provably did not run do not count: waiting
+// for an unreachable server, a 503 or 429, a request not completely written,
+// a pooled connection found dead under the request; the call's deadline and
+// the shared retry budget bound those. Replays after the session expired
+// (404) have a cap of their own: n, plus one for every other session of the
+// pool, since one restart expires them all. Default 3.
 func WithMaxAttempts(n int) Option {
 	return optionFunc(func(o *options) {
 		if n < 1 {
