@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
@@ -33,14 +35,19 @@ func (r *rig) incrementTimes(n int, idle time.Duration, fault func()) {
 // F3: something between client and server closes connections idle for
 // 30ms with a FIN. The next call after each idle period succeeds.
 func TestF3IdleConnectionClosedByTheFarSide(t *testing.T) {
-	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(0))
-	r.start()
-	r.proxy.SetCloseIdle(30 * time.Millisecond)
-	accepted := r.proxy.Accepted()
-	r.incrementTimes(20, 80*time.Millisecond, func() {})
-	if n := r.proxy.Accepted() - accepted; n < 20 {
-		t.Errorf("only %d new connections for 20 calls: the far side did not close the idle ones, so nothing was tested", n)
-	}
+	bothWays(t, func(t *testing.T, listFirst bool) {
+		r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(0))
+		r.start()
+		if listFirst {
+			r.listTools()
+		}
+		r.proxy.SetCloseIdle(30 * time.Millisecond)
+		accepted := r.proxy.Accepted()
+		r.incrementTimes(20, 80*time.Millisecond, func() {})
+		if n := r.proxy.Accepted() - accepted; n < 20 {
+			t.Errorf("only %d new connections for 20 calls: the far side did not close the idle ones, so nothing was tested", n)
+		}
+	})
 }
 
 // F4: a NAT or load balancer forgets the connection without telling anyone
@@ -49,12 +56,17 @@ func TestF3IdleConnectionClosedByTheFarSide(t *testing.T) {
 func TestF4SilentlyDroppedConnection(t *testing.T) {
 	for _, era := range bothEras {
 		t.Run(era.String(), func(t *testing.T) {
-			r := newRig(t, testserver.Config{Era: era}, true, client.WithKeepAlive(40*time.Millisecond))
-			r.start()
-			r.incrementTimes(20, 60*time.Millisecond, r.proxy.DropAll)
-			if s := r.c.Stats(); s.Probes < 20 {
-				t.Errorf("%d probes: the calls did not idle past the keepalive interval", s.Probes)
-			}
+			bothWays(t, func(t *testing.T, listFirst bool) {
+				r := newRig(t, testserver.Config{Era: era}, true, client.WithKeepAlive(40*time.Millisecond))
+				r.start()
+				if listFirst {
+					r.listTools()
+				}
+				r.incrementTimes(20, 60*time.Millisecond, r.proxy.DropAll)
+				if s := r.c.Stats(); s.Probes < 20 {
+					t.Errorf("%d probes: the calls did not idle past the keepalive interval", s.Probes)
+				}
+			})
 		})
 	}
 }
@@ -151,11 +163,14 @@ func TestF6ServerSessionIdleTTL(t *testing.T) {
 }
 
 // F8: a server that declines the GET event stream with 405 gets at most one
-// GET per session and the client shows no error.
+// GET per session and the client shows no error. A notification handler is
+// what makes a session-era session ask for the stream; the stateless era has
+// no GET stream at all.
 func TestF8DeclinedEventStream(t *testing.T) {
 	for _, era := range bothEras {
 		t.Run(era.String(), func(t *testing.T) {
 			r := newRig(t, testserver.Config{Era: era, DeclineGET: true}, false, client.WithKeepAlive(20*time.Millisecond))
+			r.c.OnNotification(func(mcp.JSONRPCNotification) {})
 			r.start()
 			r.mustEcho("one")
 			if err := r.srv.Restart(); err != nil {
@@ -166,7 +181,14 @@ func TestF8DeclinedEventStream(t *testing.T) {
 			r.mustEcho("three")
 			s := r.c.Stats()
 			sessions := 1 + int64(s.Reinitializations+s.Redials)
-			if gets := r.srv.HTTPRequests("GET"); gets > sessions {
+			gets := r.srv.HTTPRequests("GET")
+			t.Logf("%d GETs declined for %d sessions", gets, sessions)
+			switch {
+			case era == testserver.StatelessEra && gets != 0:
+				t.Errorf("%d GETs in the stateless era, which has no GET stream", gets)
+			case era == testserver.SessionEra && gets < 1:
+				t.Error("no GET was sent, so the declined stream was never provoked")
+			case gets > sessions:
 				t.Errorf("%d GETs for %d sessions", gets, sessions)
 			}
 		})

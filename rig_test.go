@@ -3,7 +3,10 @@ package resilientmcp_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,8 +66,8 @@ func (r *rig) ctx() context.Context {
 	return ctx
 }
 
-// start initializes and lists tools, which caches the annotations that
-// decide what may be replayed.
+// start initializes, as a new user would: it does not list tools. The
+// client learns the annotations that decide what may be replayed itself.
 func (r *rig) start() *mcp.InitializeResult {
 	r.t.Helper()
 	req := mcp.InitializeRequest{}
@@ -73,10 +76,37 @@ func (r *rig) start() *mcp.InitializeResult {
 	if err != nil {
 		r.t.Fatalf("Initialize: %v", err)
 	}
+	return res
+}
+
+// listTools lists tools as a user who does would.
+func (r *rig) listTools() {
+	r.t.Helper()
 	if _, err := r.c.ListTools(r.ctx(), mcp.ListToolsRequest{}); err != nil {
 		r.t.Fatalf("ListTools: %v", err)
 	}
-	return res
+}
+
+// bothWays runs a scenario as a user who never lists tools and as one who
+// lists them first: the replay decisions must be the same.
+func bothWays(t *testing.T, scenario func(t *testing.T, listFirst bool)) {
+	for _, list := range []bool{false, true} {
+		name := "unlisted"
+		if list {
+			name = "listed"
+		}
+		t.Run(name, func(t *testing.T) { scenario(t, list) })
+	}
+}
+
+// toolLists is how many tools/list the server answered beyond the caller's
+// own: the client's learning.
+func (r *rig) toolLists(listFirst bool) int64 {
+	n := r.srv.RPCs("tools/list")
+	if listFirst {
+		n--
+	}
+	return n
 }
 
 func callTool(ctx context.Context, c *client.ResilientClient, name string, args map[string]any) (string, error) {
@@ -127,3 +157,56 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 var bothEras = []testserver.Era{testserver.SessionEra, testserver.StatelessEra}
+
+// logRecorder keeps what the client logs, for tests that check a log line.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logRecorder) logger() *slog.Logger { return slog.New(recordHandler{l}) }
+
+// has reports whether a record at level has msg in its message and the
+// attribute key=value.
+func (l *logRecorder) has(level slog.Level, msg, key, value string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.records {
+		if r.Level != level || !strings.Contains(r.Message, msg) {
+			continue
+		}
+		found := false
+		r.Attrs(func(a slog.Attr) bool {
+			found = a.Key == key && a.Value.String() == value
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, r := range l.records {
+		fmt.Fprintf(&b, "%s %s", r.Level, r.Message)
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s", a); return true })
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+type recordHandler struct{ l *logRecorder }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h recordHandler) WithGroup(string) slog.Handler            { return h }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.l.mu.Lock()
+	h.l.records = append(h.l.records, r.Clone())
+	h.l.mu.Unlock()
+	return nil
+}

@@ -94,23 +94,35 @@ func TestF15SubscriptionsAndLevelSurviveRestart(t *testing.T) {
 // F14: the server comes back with other tools. The handlers hear
 // notifications/tools/list_changed, and replay follows the new annotations:
 // increment, now read-only, is replayed; add, no longer idempotent, is not.
+//
+// A caller that never listed tools gets the same replay decisions; it hears
+// no list_changed, as the client had nothing to compare the new tools with.
 func TestF14ToolsChangedAcrossRestart(t *testing.T) {
+	bothWays(t, toolsChangedAcrossRestart)
+}
+
+func toolsChangedAcrossRestart(t *testing.T, listFirst bool) {
 	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
 	got := notifications(r.c)
 	r.start()
+	if listFirst {
+		r.listTools()
+	}
 	r.srv.Reconfigure(testserver.Config{Era: testserver.SessionEra, Tools: testserver.ToolsChanged})
 	if err := r.srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	r.mustEcho("after the restart") // re-initializes, and lists the tools again
-	eventually(t, "notifications/tools/list_changed", func() bool {
-		select {
-		case n := <-got:
-			return n.Method == mcp.MethodNotificationToolsListChanged
-		default:
-			return false
-		}
-	})
+	r.mustEcho("after the restart") // re-initializes, and lists the tools again if they were listed
+	if listFirst {
+		eventually(t, "notifications/tools/list_changed", func() bool {
+			select {
+			case n := <-got:
+				return n.Method == mcp.MethodNotificationToolsListChanged
+			default:
+				return false
+			}
+		})
+	}
 
 	r.srv.FailPOSTs(1, 0, "", true, "tools/call")
 	if err := r.increment(); err != nil {
@@ -138,6 +150,7 @@ func TestUnchangedToolsAreNotAnnounced(t *testing.T) {
 	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
 	got := notifications(r.c)
 	r.start()
+	r.listTools()
 	if err := r.srv.Restart(); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestF17FrozenProcessValidatesBeforeUse(t *testing.T) {
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+			if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
 				t.Fatal(err)
 			}
 			req := mcp.CallToolRequest{}
