@@ -207,6 +207,7 @@ type retries struct {
 	renegotiated      bool
 	mayHaveRun        bool            // some attempt may have run on the server
 	revalidate        bool            // probe the session before the next send
+	staleRetried      bool            // the one free retry after a stale pooled connection is spent
 	pauses            backoff.BackOff // made on the first retry that must wait
 }
 
@@ -286,11 +287,13 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 			a.err = r.fail("not safe to repeat", err)
 			return a
 		}
-		if v.staleConnection {
+		if v.staleConnection && !r.staleRetried {
 			// A pooled connection that died says nothing of the server; a
 			// restart can fail several at once. Sent again at once, on a
 			// new connection; paid from the budget, but not counted
-			// against the call's attempts.
+			// against the call's attempts. Once per call: a server that
+			// drops every answer must not double the attempts.
+			r.staleRetried = true
 			a.budget = true
 			return a
 		}

@@ -138,10 +138,10 @@ func plural(n int, one, many string) string {
 // transport failure is "transport error: ...". For reading only; nothing
 // decides on it.
 func describe(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "transport error: ")
+	msg := strings.ReplaceAll(err.Error(), "transport error: ", "")
 	const dup = "failed to send request: "
 	for strings.Contains(msg, dup+dup) {
 		msg = strings.ReplaceAll(msg, dup+dup, dup)
 	}
-	return strings.ReplaceAll(msg, "transport error: "+dup, dup)
+	return msg
 }
