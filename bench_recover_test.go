@@ -31,8 +31,8 @@ import (
 //     none was);
 //   - handshake-ms: what recovery took after the reconnect loop's first
 //     attempt on the restarted server (or all of it, if no step was under
-//     way): asking for the old session, the 404, initialize, listing tools
-//     again, the replayed call. A loop that missed the server's return would
+//     way): asking for the old session, the 404, initialize, the replayed
+//     call. A loop that missed the server's return would
 //     show here as another whole step;
 //   - requests: HTTP requests the restarted server received until then;
 //   - fresh-ms: what raw mcp-go pays for the least a client can do against
@@ -70,15 +70,8 @@ func benchRecover(b *testing.B, era testserver.Era, down bool) {
 	if _, err := c.Initialize(context.Background(), benchInit()); err != nil {
 		b.Fatal(err)
 	}
-	// As agents do: the listing marks echo read-only, so a call that meets
-	// a connection the restart closed may be sent again.
-	if _, err := c.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
-		b.Fatal(err)
-	}
 	raw := rawClient(b, srv.URL())
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "echo"
-	req.Params.Arguments = map[string]any{"text": "x"}
+	req := toolRequest("echo", map[string]any{"text": "x"})
 	call := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

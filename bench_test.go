@@ -176,9 +176,7 @@ func rawClient(b *testing.B, url string, opts ...transport.StreamableHTTPCOption
 // returns how long they took.
 func callsTake(b *testing.B, n, goroutines int, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)) time.Duration {
 	b.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "echo"
-	req.Params.Arguments = map[string]any{"text": "x"}
+	req := toolRequest("echo", map[string]any{"text": "x"})
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -238,9 +236,7 @@ func benchCallLatency(b *testing.B, era testserver.Era, withDeadline bool) {
 	if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
 		b.Fatal(err)
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "echo"
-	req.Params.Arguments = map[string]any{"text": "x"}
+	req := toolRequest("echo", map[string]any{"text": "x"})
 	var rawNs, ns time.Duration
 	for i := 0; b.Loop(); i++ {
 		// Take turns going first, so that whatever the first call of a

@@ -109,11 +109,17 @@ func (r *rig) toolLists(listFirst bool) int64 {
 	return n
 }
 
-func callTool(ctx context.Context, c *client.ResilientClient, name string, args map[string]any) (string, error) {
+// toolRequest is a tools/call of name with args.
+func toolRequest(name string, args map[string]any) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
-	res, err := c.CallTool(ctx, req)
+	return req
+}
+
+// callTool calls a tool that answers with one text, and returns the text.
+func callTool(ctx context.Context, c *client.ResilientClient, name string, args map[string]any) (string, error) {
+	res, err := c.CallTool(ctx, toolRequest(name, args))
 	if err != nil {
 		return "", err
 	}
