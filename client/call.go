@@ -65,7 +65,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		err = send(ctx, s)
 		lease.Release()
 		if err == nil {
-			s.health.Touch()
+			s.health().Touch()
 			return nil
 		}
 		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)

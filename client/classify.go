@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,11 +64,10 @@ type verdict struct {
 	renegotiate bool
 	// retryAfter: the server asked for this pause (429, 503).
 	retryAfter time.Duration
-	// staleConnection: the connection failed under a request that went out
-	// on a pooled connection: most likely one the far side had already
-	// dropped (a restart, an idle timeout), which says nothing of whether
-	// the server fails requests.
-	staleConnection bool
+	// idleClosed: the pooled connection had been closed by the server
+	// before the request was written on it, which says nothing of the
+	// server: send it again at once, on a new connection.
+	idleClosed bool
 }
 
 // mayHaveRun reports whether the attempt may have run on the server.
@@ -156,18 +156,20 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 		// unexpected content type. A retry gets the same answer.
 		return v(classBroken)
 
-	case rec.gotConn && !rec.wrote && rec.status == 0:
-		// The request was not completely written, so no server could have
-		// read it whole: a connection that failed (or that the peer had
-		// closed) before the last byte went out. Only believed of a
-		// transport that reports its connections (net/http does, through
-		// httptrace): from one that reports nothing, silence proves nothing.
+	case isServerClosedIdle(err):
+		r := v(classNotSent)
+		r.idleClosed = true
+		return r
+
+	case rec.writeFailed && rec.status == 0:
+		// Writing the request failed, so no server read it whole: a
+		// connection that broke (or that the peer had closed) before the
+		// last byte went out. Only what the transport reported counts: from
+		// one that reports nothing, silence proves nothing.
 		return v(classNotSent)
 	}
 	// Reset, EOF, a timeout or a stream broken after the request was written.
-	r := v(classUnknown)
-	r.staleConnection = rec.reused && rec.status == 0 && isNetworkError(err)
-	return r
+	return v(classUnknown)
 }
 
 // answeredByServer reports whether err is the server's own answer to a
@@ -175,6 +177,15 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 // again would only repeat, as opposed to the request failing on its way.
 func answeredByServer(err error, sessionEra bool) bool {
 	return classify(err, sessionEra, nil, false).class == classServer
+}
+
+// isServerClosedIdle reports whether net/http failed the request because
+// the pooled connection it took had been closed by the server while idle,
+// before anything was written on it. net/http retries that itself only for
+// requests it considers replayable, never a POST, and has no typed error for
+// it: its message is all there is (net/http's errServerClosedIdle).
+func isServerClosedIdle(err error) bool {
+	return strings.Contains(err.Error(), "http: server closed idle connection")
 }
 
 // isNetworkError reports whether err is the connection failing, as opposed to
@@ -207,7 +218,6 @@ type retries struct {
 	renegotiated      bool
 	mayHaveRun        bool            // some attempt may have run on the server
 	revalidate        bool            // probe the session before the next send
-	staleRetried      bool            // the one free retry after a stale pooled connection is spent
 	pauses            backoff.BackOff // made on the first retry that must wait
 }
 
@@ -272,6 +282,11 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 			// once; it is not a retry of the call.
 			return action{discard: &lostError{kind: lossUnreachable, err: err}, reconnect: true}
 		}
+		if v.idleClosed {
+			// Not paid for with a pause: the other idle connections went
+			// with it (a restart), so drop them all and send at once.
+			return action{closeIdle: true, budget: true}
+		}
 		// Declined unread (429, 503) or not written: wait as the server
 		// asks, or by the backoff, for as long as the deadline allows.
 		a := action{pause: max(v.retryAfter, r.nextPause()), budget: true}
@@ -285,16 +300,6 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 		if !safe() {
 			a.refused = true
 			a.err = r.fail("not safe to repeat", err)
-			return a
-		}
-		if v.staleConnection && !r.staleRetried {
-			// A pooled connection that died says nothing of the server; a
-			// restart can fail several at once. Sent again at once, on a
-			// new connection; paid from the budget, but not counted
-			// against the call's attempts. Once per call: a server that
-			// drops every answer must not double the attempts.
-			r.staleRetried = true
-			a.budget = true
 			return a
 		}
 		if r.attempts++; r.attempts >= r.max {

@@ -41,7 +41,9 @@ func checkedDial(dial func(ctx context.Context, network, addr string) (net.Conn,
 		if err != nil {
 			return conn, nil
 		}
-		return &checkedConn{Conn: conn, raw: raw}, nil
+		c := &checkedConn{Conn: conn, raw: raw}
+		c.peekFn = c.peek // once per connection, not per request
+		return c, nil
 	}
 }
 
@@ -53,6 +55,11 @@ type checkedConn struct {
 	// answered: a response was read since the last write, so the next
 	// write begins a new request on a connection that sat in the pool.
 	answered atomic.Bool
+	// For the check, used by the one goroutine that writes: net/http
+	// writes a connection from one goroutine at a time.
+	peekFn func(fd uintptr)
+	closed bool
+	buf    [1]byte
 }
 
 func (c *checkedConn) Read(p []byte) (int, error) {
@@ -63,8 +70,18 @@ func (c *checkedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// peerClosed reports whether the peer has closed the connection: a read
+// would return end of file or a reset. It neither blocks nor consumes data,
+// and runs beside net/http's own reader (Control does not take the read
+// lock that reader holds while it waits).
+func (c *checkedConn) peerClosed() bool {
+	c.closed = false
+	_ = c.raw.Control(c.peekFn)
+	return c.closed
+}
+
 func (c *checkedConn) Write(p []byte) (int, error) {
-	if c.answered.Swap(false) && peerClosed(c.raw) {
+	if c.answered.Swap(false) && c.peerClosed() {
 		return 0, &net.OpError{Op: "write", Net: "tcp", Addr: c.RemoteAddr(), Err: errPeerClosed}
 	}
 	return c.Conn.Write(p)

@@ -30,23 +30,22 @@ type exchange struct {
 type record struct {
 	status     int           // of the response; 0 if none came
 	retryAfter time.Duration // from the response's Retry-After
-	gotConn    bool          // the transport reported the connection it sent on
-	reused     bool          // that connection was a pooled one
-	wrote      bool          // the request was completely written to it
+	// wrote: the transport reported the request completely written;
+	// writeFailed: it reported that writing it failed, so no server read it
+	// whole. Neither: a transport that reports nothing (not net/http), or
+	// a failure before writing began; either way, nothing is proven.
+	wrote, writeFailed bool
 }
 
 func newExchange() *exchange {
 	ex := &exchange{}
-	ex.trace.GotConn = func(info httptrace.GotConnInfo) {
-		ex.mu.Lock()
-		// net/http takes another connection when a pooled one turns out
-		// dead before anything was written on it: a new write begins.
-		ex.rec.gotConn, ex.rec.reused, ex.rec.wrote = true, info.Reused, false
-		ex.mu.Unlock()
-	}
+	// The one hook, and the one allocation beside the exchange: net/http
+	// calls it once per written request, with the write's error. When a
+	// write on a pooled connection fails before a byte went out, net/http
+	// sends the request again on a new connection and calls it again.
 	ex.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
 		ex.mu.Lock()
-		ex.rec.wrote = info.Err == nil
+		ex.rec.wrote, ex.rec.writeFailed = info.Err == nil, info.Err != nil
 		ex.mu.Unlock()
 	}
 	return ex

@@ -2,7 +2,7 @@ package client
 
 import (
 	"context"
-	"errors"
+	"io"
 	"net/http"
 	"testing"
 )
@@ -19,7 +19,7 @@ func (s *scripted) RoundTrip(*http.Request) (*http.Response, error) {
 // server/discover followed by a dead connection under initialize must
 // classify as the dead connection, not as a fatal 400.
 func TestExchangeDescribesOnlyTheLastRequest(t *testing.T) {
-	dead := errors.New("http: server closed idle connection")
+	dead := io.EOF
 	tr := &tracker{next: &scripted{
 		func() (*http.Response, error) {
 			return &http.Response{StatusCode: 400, Header: http.Header{"Retry-After": {"3"}}, Body: http.NoBody}, nil

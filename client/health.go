@@ -54,13 +54,16 @@ func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 	return nil
 }
 
-// watch starts the health monitor of a session going into service.
+// watch starts the health monitor of a session going into service, or
+// going back into service after the server was unreachable: a monitor that
+// gave up on it then is replaced, since being unreachable says nothing bad
+// of the session.
 func (c *ResilientClient) watch(s *session) {
 	interval := c.opts.keepAlive
 	if c.opts.frozenProber {
 		interval = 0
 	}
-	s.health = health.Start(health.Config{
+	old := s.monitor.Swap(health.Start(health.Config{
 		Interval:  interval,
 		Timeout:   c.opts.probeTimeout(),
 		Threshold: c.opts.failureThreshold,
@@ -74,7 +77,10 @@ func (c *ResilientClient) watch(s *session) {
 			c.setDegraded(s, failures > 0)
 		},
 		OnUnhealthy: func(err error) { c.replace(s, err) },
-	})
+	}))
+	if old != nil {
+		old.Stop()
+	}
 }
 
 // replace takes s out of service, if it still is, because of a failed probe.
@@ -96,15 +102,15 @@ func (c *ResilientClient) replace(s *session, err error) {
 // attempt broke in a way that leaves the server's health in doubt. Probes
 // are shared by every caller that asks while one is under way.
 func (c *ResilientClient) validate(ctx context.Context, s *session, force bool) error {
-	if !force && s.health.IdleFor() < c.opts.validateAfter() {
+	if !force && s.health().IdleFor() < c.opts.validateAfter() {
 		return nil
 	}
-	return s.health.Check(ctx)
+	return s.health().Check(ctx)
 }
 
 // setDegraded records whether a session is failing probes.
 func (c *ResilientClient) setDegraded(s *session, failing bool) {
-	if !s.health.Unhealthy() {
+	if !s.health().Unhealthy() {
 		c.members[s.member].degraded.Store(failing)
 		c.refreshState()
 	}

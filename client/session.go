@@ -26,9 +26,9 @@ type session struct {
 	sessionEra bool // negotiated a revision up to 2025-11-25: Mcp-Session-Id, ping
 	version    string
 	result     *mcp.InitializeResult
-	request    *mcp.InitializeRequest // the request it was opened with
-	health     *health.Monitor        // set when the session goes into service
-	member     int                    // the pool member it serves as
+	request    *mcp.InitializeRequest         // the request it was opened with
+	monitor    atomic.Pointer[health.Monitor] // set when the session goes into service; see health()
+	member     int                            // the pool member it serves as
 
 	ctx       context.Context // ends at close; the listen stream runs under it
 	cancel    context.CancelFunc
@@ -36,11 +36,16 @@ type session struct {
 	listeners sync.WaitGroup // listen loops
 }
 
+// health is the session's monitor. It is set before the session goes into
+// service and replaced only while the session is out of it, but calls that
+// leased it earlier may still be reading it, hence the atomic pointer.
+func (s *session) health() *health.Monitor { return s.monitor.Load() }
+
 func (s *session) close() {
 	s.cancel()
 	s.listeners.Wait()
-	if s.health != nil {
-		s.health.Stop()
+	if m := s.monitor.Load(); m != nil {
+		m.Stop()
 	}
 	_ = s.mc.Close()
 }
@@ -79,15 +84,18 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	defer cancel()
 	var lost *lostError
 	errors.As(cause, &lost)
-	// A session whose prober gave up has no keepalive any more; open a new
-	// one rather than revive it.
-	if prev != nil && lost != nil && lost.kind == lossUnreachable && !prev.health.Unhealthy() {
+	// The server could not be reached: once it answers, ask whether the
+	// session survived before opening another.
+	if prev != nil && lost != nil && lost.kind == lossUnreachable {
 		err := c.checkSession(ctx, prev)
 		var pe *probeError
 		switch {
 		case err == nil:
 			c.log.Info("server reachable again; session kept", "version", prev.version)
 			c.refreshTools(ctx, prev)
+			if prev.health().Unhealthy() {
+				c.watch(prev) // its prober gave up while the server was away
+			}
 			return prev, nil
 		case !errors.As(err, &pe):
 			return nil, err
