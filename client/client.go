@@ -52,6 +52,10 @@ type ResilientClient struct {
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
+	// Lock order, outermost first: the pool's lock (pool.Pool.mu, held
+	// when it calls onMemberState), stateMu, notifier.mu. No user code
+	// (the state handler, the logger's handler) runs under any of them:
+	// the notifier calls both from its own goroutine.
 	stateMu  sync.Mutex    // orders state computations and their notifications
 	members  []memberState // by pool member
 	state    atomic.Int32  // State, as last computed
@@ -104,7 +108,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(c.lifetime, o.callTimeout)
-	c.notifier.handler = o.stateHandler
+	c.notifier.handler, c.notifier.log = o.stateHandler, o.logger
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{
 		Size:       o.poolSize,
@@ -169,7 +173,8 @@ func (c *ResilientClient) refreshState() {
 		}
 	}
 	if prev := State(c.state.Swap(int32(next))); prev != next {
-		c.log.Debug("state", "from", prev, "to", next)
+		// Logged by the notifier too: the logger's handler is the user's
+		// code, and this runs under the pool's lock.
 		c.notifier.notify(prev, next)
 	}
 }

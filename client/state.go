@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/resilientmcp/resilientmcp/pool"
@@ -70,22 +71,22 @@ func rank(s State) int {
 	return 0
 }
 
-// stateNotifier delivers transitions to the user's handler in order, on a
-// goroutine of its own, so that the handler may call the client and a slow
-// handler cannot stall a reconnect.
+// stateNotifier delivers transitions to the user's handler and logger in
+// order, on a goroutine of its own that runs only while there are
+// transitions to deliver, so that the handler may call the client, and
+// neither it nor a slow log handler runs under the client's locks or stalls
+// a reconnect.
 type stateNotifier struct {
-	handler func(from, to State)
+	handler func(from, to State) // may be nil
+	log     *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex // innermost of the client's locks
 	queue   [][2]State
 	running bool
 	done    chan struct{} // closed when the running goroutine exits
 }
 
 func (n *stateNotifier) notify(from, to State) {
-	if n.handler == nil {
-		return
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.queue = append(n.queue, [2]State{from, to})
@@ -108,7 +109,10 @@ func (n *stateNotifier) drain(done chan struct{}) {
 		t := n.queue[0]
 		n.queue = n.queue[1:]
 		n.mu.Unlock()
-		n.handler(t[0], t[1])
+		n.log.Debug("state", "from", t[0], "to", t[1])
+		if n.handler != nil {
+			n.handler(t[0], t[1])
+		}
 	}
 }
 

@@ -81,6 +81,9 @@ type Pool[T comparable] struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // dial loops and releases
 
+	// mu guards the fields below. OnState is called with it held, so a
+	// user of the pool must not take a lock of its own around pool calls
+	// that it also takes in OnState.
 	mu      sync.Mutex
 	closed  bool
 	members []*member[T]
