@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
 // memory is what the caller set up on its sessions and every new session
@@ -123,11 +124,7 @@ func (c *ResilientClient) relisten(s *session) {
 			}
 			pause := pauses.NextBackOff()
 			c.log.Info("subscriptions/listen stream ended; listening again", "err", err, "pause", pause)
-			t := time.NewTimer(pause)
-			select {
-			case <-t.C:
-			case <-s.ctx.Done():
-				t.Stop()
+			if wait.Sleep(s.ctx, pause, nil) != wait.Elapsed {
 				return
 			}
 		}

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
 // ErrClosed is returned by Acquire once the Pool is closed.
@@ -354,11 +356,7 @@ func (p *Pool[T]) run(m *member[T], loop uint64, prev T, cause error) {
 			p.releaseUnlessZero(prev)
 			return
 		}
-		t := time.NewTimer(next)
-		select {
-		case <-t.C:
-		case <-p.ctx.Done():
-			t.Stop()
+		if wait.Sleep(p.ctx, next, nil) != wait.Elapsed {
 			p.releaseUnlessZero(prev)
 			return
 		}
