@@ -1,7 +1,9 @@
 // Package client is ResilientClient: a drop-in replacement for mcp-go's
 // streamable HTTP client that keeps working through server restarts, stale
 // sessions, dropped connections and outages. It is the one package that joins
-// the generic mechanisms (reconnect, and later health and pool) to mcp-go.
+// the generic mechanisms (reconnect, health and pool) to mcp-go. The failures
+// it handles, by the codes (F1, F2, ...) its comments use, are listed in the
+// module's FAILURES.md.
 package client
 
 import (
