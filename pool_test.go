@@ -76,8 +76,11 @@ func TestPoolSharedByManyGoroutinesThroughRestartsAndResets(t *testing.T) {
 	}
 	s := r.c.Stats()
 	t.Logf("stats %+v", s)
-	if s.Reinitializations > 2*sessions || s.Reinitializations < 2 {
-		t.Errorf("%d re-initializations for 2 restarts of %d sessions, want between 2 and %d", s.Reinitializations, sessions, 2*sessions)
+	// A restart may be met as a 404 (re-initialization) or, by the probe
+	// before a replay, as a dead connection (redial); the reset adds up to
+	// one redial per session.
+	if n := s.Reinitializations + s.Redials; n > 3*sessions || n < 2 {
+		t.Errorf("%d new sessions for 2 restarts and a reset of %d sessions, want between 2 and %d", n, sessions, 3*sessions)
 	}
 	// A member replaced near the end may still be re-initializing.
 	eventually(t, fmt.Sprintf("%d sessions in service", sessions), func() bool { return r.c.Stats().Sessions == sessions })

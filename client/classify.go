@@ -68,6 +68,11 @@ type verdict struct {
 	// before the request was written on it, which says nothing of the
 	// server: send it again at once, on a new connection.
 	idleClosed bool
+	// staleConnection: the connection failed under a request that went out
+	// on a pooled connection: most likely one the far side had already
+	// dropped (a restart, an idle timeout), which says nothing of whether
+	// the server fails requests.
+	staleConnection bool
 }
 
 // mayHaveRun reports whether the attempt may have run on the server.
@@ -93,7 +98,12 @@ func (v verdict) permanent() bool {
 // exchange recorded of the HTTP traffic, because mcp-go has no status type.
 func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	rec := ex.snapshot()
-	v := func(c class) verdict { return verdict{class: c, sent: rec.wrote} }
+	writeFailed := isWriteError(err)
+	// Sent, as far as the client can tell: the request reached a
+	// connection and writing it did not fail. Not having reached one is
+	// believed only of a transport that reports the connections it takes.
+	sent := rec.started && (rec.gotConn || !rec.traced) && !writeFailed
+	v := func(c class) verdict { return verdict{class: c, sent: sent} }
 	switch {
 	case ctxDone:
 		return v(classCaller)
@@ -161,15 +171,25 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 		r.idleClosed = true
 		return r
 
-	case rec.writeFailed && rec.status == 0:
+	case writeFailed && rec.status == 0:
 		// Writing the request failed, so no server read it whole: a
 		// connection that broke (or that the peer had closed) before the
-		// last byte went out. Only what the transport reported counts: from
-		// one that reports nothing, silence proves nothing.
+		// last byte went out.
 		return v(classNotSent)
 	}
 	// Reset, EOF, a timeout or a stream broken after the request was written.
-	return v(classUnknown)
+	r := v(classUnknown)
+	r.staleConnection = rec.reused && rec.status == 0 && isNetworkError(err)
+	return r
+}
+
+// isWriteError reports whether the request failed while it was being
+// written: net/http passes the connection's write error on (as a
+// *net.OpError with Op "write") when it cannot send the request again
+// itself.
+func isWriteError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write"
 }
 
 // answeredByServer reports whether err is the server's own answer to a
@@ -218,6 +238,7 @@ type retries struct {
 	renegotiated      bool
 	mayHaveRun        bool            // some attempt may have run on the server
 	revalidate        bool            // probe the session before the next send
+	staleRetried      bool            // the one free retry after a stale pooled connection is spent
 	pauses            backoff.BackOff // made on the first retry that must wait
 }
 
@@ -300,6 +321,16 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 		if !safe() {
 			a.refused = true
 			a.err = r.fail("not safe to repeat", err)
+			return a
+		}
+		if v.staleConnection && !r.staleRetried {
+			// A pooled connection that died says nothing of the server; a
+			// restart can fail several at once. Sent again at once, on a
+			// new connection; paid from the budget, but not counted
+			// against the call's attempts. Once per call: a server that
+			// drops every answer must not double the attempts.
+			r.staleRetried = true
+			a.budget = true
 			return a
 		}
 		if r.attempts++; r.attempts >= r.max {

@@ -29,16 +29,16 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 	_ = json.Unmarshal([]byte("<html>"), &struct{}{})
 	syntaxErr = &json.SyntaxError{}
 	tests := []struct {
-		name        string
-		err         error
-		status      int
-		retryAfter  time.Duration
-		sessionEra  bool
-		ctxDone     bool
-		wrote       bool
-		writeFailed bool
-		want        class
-		check       func(verdict) bool
+		name       string
+		err        error
+		status     int
+		retryAfter time.Duration
+		sessionEra bool
+		ctxDone    bool
+		reused     bool
+		gotConn    bool
+		want       class
+		check      func(verdict) bool
 	}{
 		{name: "caller: context ended", err: wire(os.ErrDeadlineExceeded), ctxDone: true, want: classCaller},
 		{name: "F11: 401", err: wire(&transport.AuthorizationRequiredError{}), status: 401, want: classAuth},
@@ -63,26 +63,32 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		{name: "F7: DNS failure", err: wire(&url.Error{Op: "Post", Err: &net.DNSError{Err: "no such host", Name: "mcp.invalid"}}), want: classNotSent,
 			check: func(v verdict) bool { return v.unreachable }},
 		{name: "F2/F3: EOF on a reused connection", err: wire(&url.Error{Op: "Post", Err: io.EOF}), want: classUnknown},
-		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), wrote: true, want: classUnknown},
+		{name: "F4: connection reset", err: wire(netErr("read", syscall.ECONNRESET)), gotConn: true, want: classUnknown,
+			check: func(v verdict) bool { return !v.staleConnection }},
+		{name: "F3/F4: reset on a pooled connection", err: wire(netErr("read", syscall.ECONNRESET)), reused: true, want: classUnknown,
+			check: func(v verdict) bool { return v.staleConnection }},
+		{name: "502 on a pooled connection is the server's answer", err: wire(errors.New("request failed with status 502")), status: 502, reused: true, want: classUnknown,
+			check: func(v verdict) bool { return !v.staleConnection }},
 		{name: "F5: timeout", err: wire(netErr("read", os.ErrDeadlineExceeded)), want: classUnknown},
 		{name: "stream broken mid-response", err: transport.NewError(fmt.Errorf("reading SSE: %w", io.ErrUnexpectedEOF)), status: 200, want: classUnknown},
-		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, wrote: true, want: classBroken},
-		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, wrote: true, want: classBroken},
-		{name: "reset before the request was completely written", err: wire(netErr("write", syscall.EPIPE)), writeFailed: true, want: classNotSent,
+		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, gotConn: true, want: classBroken},
+		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, gotConn: true, want: classBroken},
+		{name: "reset before the request was completely written", err: wire(netErr("write", syscall.EPIPE)), gotConn: true, want: classNotSent,
 			check: func(v verdict) bool { return !v.unreachable && !v.sent && !v.mayHaveRun() }},
-		{name: "reset after the request was written", err: wire(netErr("read", syscall.ECONNRESET)), wrote: true, want: classUnknown,
+		{name: "reset after the request was written", err: wire(netErr("read", syscall.ECONNRESET)), gotConn: true, want: classUnknown,
 			check: func(v verdict) bool { return v.sent && v.mayHaveRun() }},
 		{name: "a pooled connection the server closed before the write", err: wire(&url.Error{Op: "Post", Err: errors.New("http: server closed idle connection")}), want: classNotSent,
 			check: func(v verdict) bool { return v.idleClosed && !v.mayHaveRun() }},
-		{name: "a transport that reports no write proves nothing", err: wire(netErr("read", syscall.ECONNRESET)), want: classUnknown},
-		{name: "F25: deadline after the request was written", err: wire(os.ErrDeadlineExceeded), ctxDone: true, wrote: true, want: classCaller,
+		{name: "F25: deadline after the request was written", err: wire(os.ErrDeadlineExceeded), ctxDone: true, gotConn: true, want: classCaller,
 			check: func(v verdict) bool { return v.mayHaveRun() }},
 		{name: "deadline before the request was written", err: wire(os.ErrDeadlineExceeded), ctxDone: true, want: classCaller,
 			check: func(v verdict) bool { return !v.mayHaveRun() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := &exchange{rec: record{status: tt.status, retryAfter: tt.retryAfter, wrote: tt.wrote, writeFailed: tt.writeFailed}}
+			// Rows are net/http requests: started, traced; reused implies a
+			// connection.
+			ex := &exchange{rec: record{status: tt.status, retryAfter: tt.retryAfter, started: true, traced: true, gotConn: tt.gotConn || tt.reused, reused: tt.reused}}
 			v := classify(tt.err, tt.sessionEra, ex, tt.ctxDone)
 			if v.class != tt.want {
 				t.Fatalf("classify(%v) = %v, want %v", tt.err, v.class, tt.want)
@@ -130,5 +136,22 @@ func TestNewRejectsBadInput(t *testing.T) {
 			c.Close()
 			t.Errorf("New with %s succeeded", name)
 		}
+	}
+}
+
+// A transport that is not net/http's reports no connections: its silence
+// must not be read as "never sent", or a call whose deadline passed in
+// flight would be told it did not run.
+func TestUntracedTransportProvesNothing(t *testing.T) {
+	ex := &exchange{rec: record{started: true, traced: false}}
+	if v := classify(wire(os.ErrDeadlineExceeded), true, ex, true); !v.mayHaveRun() {
+		t.Errorf("deadline in flight through an untraced transport: %+v; want may have run", v)
+	}
+	ex = &exchange{rec: record{started: true, traced: true}}
+	if v := classify(wire(os.ErrDeadlineExceeded), true, ex, true); v.mayHaveRun() {
+		t.Errorf("deadline before net/http took a connection: %+v; want not run", v)
+	}
+	if v := classify(wire(os.ErrDeadlineExceeded), true, &exchange{}, true); v.mayHaveRun() {
+		t.Errorf("deadline before the request reached the transport: %+v; want not run", v)
 	}
 }

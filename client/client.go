@@ -98,7 +98,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		next = http.DefaultTransport
 	}
 	hc := *base
-	hc.Transport = &tracker{next: next}
+	hc.Transport = newTracker(next)
 	c.httpClient = &hc
 	c.transportOptions = []transport.StreamableHTTPCOption{
 		transport.WithHTTPBasicClient(c.httpClient),

@@ -30,22 +30,22 @@ type exchange struct {
 type record struct {
 	status     int           // of the response; 0 if none came
 	retryAfter time.Duration // from the response's Retry-After
-	// wrote: the transport reported the request completely written;
-	// writeFailed: it reported that writing it failed, so no server read it
-	// whole. Neither: a transport that reports nothing (not net/http), or
-	// a failure before writing began; either way, nothing is proven.
-	wrote, writeFailed bool
+	// started: the request reached the HTTP client's transport; traced:
+	// that transport is net/http's, which reports through httptrace the
+	// connection it takes, so no gotConn proves the request never left.
+	started, traced bool
+	gotConn         bool // the transport took a connection for the request
+	reused          bool // a pooled one
 }
 
 func newExchange() *exchange {
 	ex := &exchange{}
-	// The one hook, and the one allocation beside the exchange: net/http
-	// calls it once per written request, with the write's error. When a
-	// write on a pooled connection fails before a byte went out, net/http
-	// sends the request again on a new connection and calls it again.
-	ex.trace.WroteRequest = func(info httptrace.WroteRequestInfo) {
+	// The one hook, and the one allocation beside the exchange. When a
+	// pooled connection turns out dead before a byte was written, net/http
+	// takes another and calls it again.
+	ex.trace.GotConn = func(info httptrace.GotConnInfo) {
 		ex.mu.Lock()
-		ex.rec.wrote, ex.rec.writeFailed = info.Err == nil, info.Err != nil
+		ex.rec.gotConn, ex.rec.reused = true, info.Reused
 		ex.mu.Unlock()
 	}
 	return ex
@@ -95,7 +95,15 @@ func (ex *exchange) snapshot() record {
 const deleteTimeout = time.Second
 
 // tracker is the RoundTripper every session's HTTP client goes through.
-type tracker struct{ next http.RoundTripper }
+type tracker struct {
+	next   http.RoundTripper
+	traced bool // next is net/http's Transport, which reports to httptrace
+}
+
+func newTracker(next http.RoundTripper) *tracker {
+	_, traced := next.(*http.Transport)
+	return &tracker{next: next, traced: traced}
+}
 
 func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodDelete {
@@ -112,7 +120,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	// What is recorded describes the last request only: one attempt may
 	// send several (mcp-go's Initialize sends server/discover, then
 	// initialize), and an earlier answer must not be read as this one's.
-	ex.rec = record{}
+	ex.rec = record{started: true, traced: t.traced}
 	ex.mu.Unlock()
 	if dialErr != nil {
 		// mcp-go follows a failed server/discover with initialize; when the
