@@ -245,29 +245,3 @@ func TestSafeCallThroughRestartGap(t *testing.T) {
 		}
 	}
 }
-
-// An unsafe call during an outage provably never reaches the server (every
-// connection is refused), so it is ErrUnavailable at its deadline, and runs
-// exactly once when the server comes back within it.
-func TestUnsafeCallAcrossOutage(t *testing.T) {
-	r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, false)
-	r.start()
-	r.srv.Stop()
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := callTool(ctx, r.c, "increment", nil)
-		done <- err
-	}()
-	eventually(t, "Reconnecting", func() bool { return r.c.State() == client.Reconnecting })
-	if err := r.srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("increment across an outage: %v", err)
-	}
-	if runs := r.srv.ToolRuns("increment"); runs != 1 {
-		t.Errorf("increment ran %d times, want 1", runs)
-	}
-}
