@@ -4,6 +4,9 @@
 // probes in a row. Traffic is proof of life, so a busy member is never
 // probed.
 //
+// An idle member costs a timer, not a goroutine: a process may watch
+// thousands.
+//
 // The package knows nothing of MCP, HTTP or pools.
 package health
 
@@ -13,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 )
 
 // Config is the behaviour of a Monitor. Probe is required.
@@ -42,16 +43,34 @@ type Config struct {
 }
 
 // Monitor watches one member. It is safe for concurrent use.
+//
+// The background prober is a timer, not a goroutine: it fires when the
+// member may next be due, looks at the time of its last sign of life (which
+// Touch records with one atomic store), and either probes or sets itself for
+// the new due time.
 type Monitor struct {
 	cfg      Config
-	ctx      context.Context // ends at Stop; probes run under it
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when the background prober exits
-	last     atomic.Int64  // unix nanoseconds of the last sign of life
+	last     atomic.Int64 // unix nanoseconds of the last sign of life
 	failures atomic.Int32
 	gaveUp   atomic.Bool
-	probes   singleflight.Group
-	stopOnce sync.Once
+
+	mu      sync.Mutex
+	stopped bool
+	flight  *flight            // the probe under way, shared by every Check
+	cancel  context.CancelFunc // ends the probe under way
+	timer   *time.Timer        // the background prober; nil without Interval
+	ticking sync.WaitGroup     // a timer callback under way; Add only while !stopped
+
+	// Only the timer callback touches these, and one runs at a time: the
+	// timer is set again only at the end of a callback.
+	lastProbe int64         // unix nanoseconds of the end of the last background probe, or Start
+	wait      time.Duration // from the later of lastProbe and last to the next probe
+}
+
+// flight is one probe and everyone waiting for its result.
+type flight struct {
+	done chan struct{}
+	err  error
 }
 
 // Start returns a Monitor that counts the member alive as of now, and starts
@@ -69,18 +88,20 @@ func Start(cfg Config) *Monitor {
 			cfg.Timeout = min(cfg.Interval/2, cfg.Timeout)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &Monitor{cfg: cfg, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	m := &Monitor{cfg: cfg}
 	m.Touch()
 	if cfg.Interval > 0 {
-		go m.run()
-	} else {
-		close(m.done)
+		m.lastProbe = m.last.Load()
+		m.wait = m.jittered()
+		m.mu.Lock()
+		m.timer = time.AfterFunc(m.wait, m.tick)
+		m.mu.Unlock()
 	}
 	return m
 }
 
-// Touch records a sign of life: a successful call.
+// Touch records a sign of life: a successful call. It is cheap enough for
+// every call: it neither locks nor resets the timer.
 func (m *Monitor) Touch() { m.last.Store(time.Now().UnixNano()) }
 
 // IdleFor is how long the member has not been heard from.
@@ -96,25 +117,59 @@ func (m *Monitor) Unhealthy() bool { return m.gaveUp.Load() }
 
 // Check probes the member now, once for every caller that asks while a probe
 // is under way, and returns its result. A caller whose ctx ends first still
-// waits for the probe, which Timeout bounds.
+// waits for the probe, which Timeout bounds. After Stop it returns
+// context.Canceled without probing.
 func (m *Monitor) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err, _ := m.probes.Do("", func() (any, error) { return nil, m.probe() })
-	return err
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return context.Canceled
+	}
+	if f := m.flight; f != nil {
+		m.mu.Unlock()
+		<-f.done
+		return f.err
+	}
+	f := &flight{done: make(chan struct{})}
+	m.flight = f
+	pctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+	m.cancel = cancel
+	m.mu.Unlock()
+
+	f.err = m.probe(pctx)
+	cancel()
+	m.mu.Lock()
+	m.flight, m.cancel = nil, nil
+	m.mu.Unlock()
+	close(f.done)
+	return f.err
 }
 
 // Stop ends the background prober and any probe under way, and returns once
-// the prober has exited. It is idempotent.
+// no probe and no callback of the Monitor's is running: nothing of it runs
+// after Stop returns. It is idempotent. It must not be called from the
+// Config's callbacks, which Stop would wait for.
 func (m *Monitor) Stop() {
-	m.stopOnce.Do(m.cancel)
-	<-m.done
+	m.mu.Lock()
+	m.stopped = true
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	f := m.flight
+	m.mu.Unlock()
+	m.ticking.Wait()
+	if f != nil {
+		<-f.done
+	}
 }
 
-func (m *Monitor) probe() error {
-	ctx, cancel := context.WithTimeout(m.ctx, m.cfg.Timeout)
-	defer cancel()
+func (m *Monitor) probe(ctx context.Context) error {
 	err := m.cfg.Probe(ctx)
 	failures := 0
 	if err == nil {
@@ -126,40 +181,51 @@ func (m *Monitor) probe() error {
 	if m.cfg.OnProbe != nil {
 		m.cfg.OnProbe(err, failures)
 	}
-	if err != nil && failures >= m.cfg.Threshold && m.ctx.Err() == nil && m.gaveUp.CompareAndSwap(false, true) {
-		if m.cfg.OnUnhealthy != nil {
+	if err != nil && failures >= m.cfg.Threshold {
+		m.mu.Lock()
+		stopped := m.stopped
+		m.mu.Unlock()
+		if !stopped && m.gaveUp.CompareAndSwap(false, true) && m.cfg.OnUnhealthy != nil {
 			m.cfg.OnUnhealthy(err)
 		}
 	}
 	return err
 }
 
-// run probes whenever the member has been idle for a jittered interval
-// since the later of its last sign of life and the last probe.
-func (m *Monitor) run() {
-	defer close(m.done)
-	lastProbe := time.Now()
-	wait := m.jittered()
-	for !m.gaveUp.Load() {
-		since := max(m.last.Load(), lastProbe.UnixNano())
-		due := time.Unix(0, since).Add(wait)
-		if d := time.Until(due); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-m.ctx.Done():
-				t.Stop()
-				return
-			}
-			continue // activity may have pushed the due time on
-		}
-		_ = m.Check(m.ctx)
-		if m.ctx.Err() != nil {
-			return
-		}
-		lastProbe = time.Now()
-		wait = m.jittered()
+// tick is the background prober: it probes if the member has been idle for
+// the current wait since the later of its last sign of life and the last
+// background probe, and sets the timer for the next due time.
+func (m *Monitor) tick() {
+	m.mu.Lock()
+	if m.stopped || m.gaveUp.Load() {
+		m.mu.Unlock()
+		return
 	}
+	m.ticking.Add(1)
+	m.mu.Unlock()
+	defer m.ticking.Done()
+
+	due := max(m.last.Load(), m.lastProbe) + int64(m.wait)
+	if d := time.Duration(due - time.Now().UnixNano()); d > 0 {
+		m.after(d) // activity pushed the due time on
+		return
+	}
+	_ = m.Check(context.Background())
+	if m.gaveUp.Load() {
+		return
+	}
+	m.lastProbe = time.Now().UnixNano()
+	m.wait = m.jittered()
+	m.after(m.wait)
+}
+
+// after sets the timer to fire in d, unless the Monitor was stopped.
+func (m *Monitor) after(d time.Duration) {
+	m.mu.Lock()
+	if !m.stopped {
+		m.timer.Reset(d)
+	}
+	m.mu.Unlock()
 }
 
 func (m *Monitor) jittered() time.Duration {

@@ -3,6 +3,9 @@ package health
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,10 +17,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// prober records when it was called and fails while failing is set.
+// prober records when it was called and fails while failing is set, or as
+// script says, one result per probe, while the script lasts.
 type prober struct {
 	mu      sync.Mutex
 	at      []time.Time
+	script  []bool // true: fail
 	failing atomic.Bool
 	block   bool
 }
@@ -26,12 +31,16 @@ func (p *prober) probe(ctx context.Context) error {
 	p.mu.Lock()
 	p.at = append(p.at, time.Now())
 	block := p.block
+	fail := p.failing.Load()
+	if len(p.script) > 0 {
+		fail, p.script = p.script[0], p.script[1:]
+	}
 	p.mu.Unlock()
 	if block {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	if p.failing.Load() {
+	if fail {
 		return errors.New("no answer")
 	}
 	return nil
@@ -69,6 +78,25 @@ func TestIdleMemberIsProbedEveryJitteredInterval(t *testing.T) {
 	})
 }
 
+func TestAnIdleMemberCostsNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		monitors := make([]*Monitor, 100)
+		for i := range monitors {
+			monitors[i] = Start(Config{Interval: time.Second, Probe: func(context.Context) error { return nil }})
+		}
+		time.Sleep(10 * time.Second) // probing all along
+		synctest.Wait()
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if n := strings.Count(stacks, "health.(*Monitor)"); n > 0 {
+			t.Errorf("%d goroutines of 100 idle monitors:\n%s", n, stacks)
+		}
+		for _, m := range monitors {
+			m.Stop()
+		}
+	})
+}
+
 func TestTrafficIsProofOfLife(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &prober{}
@@ -96,19 +124,25 @@ func TestUnhealthyAfterThresholdFailuresInARow(t *testing.T) {
 		var results []int
 		m := Start(Config{
 			Interval: time.Second, Threshold: 3, Probe: p.probe,
-			OnProbe:     func(_ error, failures int) { results = append(results, failures) },
-			OnUnhealthy: func(error) { unhealthy.Add(1) },
+			OnProbe: func(_ error, failures int) {
+				results = append(results, failures)
+				if unhealthy.Load() != 0 {
+					t.Errorf("unhealthy before the probe that made %d failures", failures)
+				}
+			},
+			OnUnhealthy: func(error) {
+				if len(results) != 3 {
+					t.Errorf("unhealthy after %d probes, want 3", len(results))
+				}
+				unhealthy.Add(1)
+			},
 		})
 		defer m.Stop()
-		time.Sleep(2500 * time.Millisecond)
-		if m.Failures() != 2 || unhealthy.Load() != 0 || m.Unhealthy() {
-			t.Fatalf("after 2 failures: failures=%d unhealthy=%d", m.Failures(), unhealthy.Load())
-		}
-		time.Sleep(time.Second)
+		time.Sleep(20 * time.Second)
+		m.Stop() // so that results may be read
 		if unhealthy.Load() != 1 || !m.Unhealthy() {
-			t.Fatalf("OnUnhealthy called %d times after the third failure, want 1", unhealthy.Load())
+			t.Fatalf("OnUnhealthy called %d times, want 1", unhealthy.Load())
 		}
-		time.Sleep(10 * time.Second)
 		if n := len(p.times()); n != 3 {
 			t.Errorf("%d probes; the prober must stop once the member is unhealthy", n)
 		}
@@ -120,18 +154,24 @@ func TestUnhealthyAfterThresholdFailuresInARow(t *testing.T) {
 
 func TestSuccessResetsTheFailureCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &prober{}
-		p.failing.Store(true)
+		p := &prober{script: []bool{true, false, true, false, true}}
 		var unhealthy atomic.Int32
-		m := Start(Config{Interval: time.Second, Threshold: 2, Probe: p.probe, OnUnhealthy: func(error) { unhealthy.Add(1) }})
+		var results []int
+		m := Start(Config{
+			Interval: time.Second, Threshold: 2, Probe: p.probe,
+			OnProbe:     func(_ error, failures int) { results = append(results, failures) },
+			OnUnhealthy: func(error) { unhealthy.Add(1) },
+		})
 		defer m.Stop()
-		time.Sleep(1500 * time.Millisecond)
-		p.failing.Store(false)
-		time.Sleep(time.Second)
-		p.failing.Store(true)
-		time.Sleep(time.Second)
+		for len(p.times()) < 5 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		m.Stop() // so that results may be read
 		if unhealthy.Load() != 0 || m.Failures() != 1 {
-			t.Fatalf("fail, succeed, fail: unhealthy=%d failures=%d; want 0 and 1", unhealthy.Load(), m.Failures())
+			t.Fatalf("fail, succeed, fail, succeed, fail: unhealthy=%d failures=%d; want 0 and 1", unhealthy.Load(), m.Failures())
+		}
+		if want := []int{1, 0, 1, 0, 1}; !slices.Equal(results, want) {
+			t.Errorf("OnProbe saw failures %v, want %v", results, want)
 		}
 	})
 }
@@ -173,6 +213,10 @@ func TestConcurrentChecksShareOneProbe(t *testing.T) {
 		if n := probes.Load(); n != 1 {
 			t.Errorf("%d probes for 50 concurrent checks, want 1", n)
 		}
+		// The next check is a probe of its own.
+		if err := m.Check(context.Background()); err != nil || probes.Load() != 2 {
+			t.Errorf("check after the shared one: %v, %d probes; want a second probe", err, probes.Load())
+		}
 	})
 }
 
@@ -187,6 +231,41 @@ func TestStopEndsAProbeUnderWay(t *testing.T) {
 			t.Fatalf("%d probes, want the one Stop interrupted", n)
 		}
 	})
+}
+
+// Nothing of the Monitor runs after Stop returns: not the background
+// probe's callbacks, not a probe a caller's Check started.
+func TestStopWaitsForTheProbeAndItsCallbacks(t *testing.T) {
+	for _, background := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			var stopped, late atomic.Bool
+			m := Start(Config{
+				Interval: time.Second, Timeout: time.Hour,
+				Probe: func(ctx context.Context) error {
+					<-ctx.Done()
+					time.Sleep(50 * time.Millisecond) // slow to wind down
+					return ctx.Err()
+				},
+				OnProbe:     func(error, int) { late.Store(stopped.Load()) },
+				OnUnhealthy: func(error) { t.Error("OnUnhealthy for a probe Stop ended") },
+			})
+			if background {
+				time.Sleep(1500 * time.Millisecond)
+			} else {
+				go m.Check(context.Background())
+				synctest.Wait()
+			}
+			m.Stop()
+			stopped.Store(true)
+			time.Sleep(time.Second) // for whatever Stop did not wait for
+			if late.Load() {
+				t.Errorf("background=%v: OnProbe ran after Stop returned", background)
+			}
+			if err := m.Check(context.Background()); !errors.Is(err, context.Canceled) {
+				t.Errorf("Check after Stop = %v, want context.Canceled", err)
+			}
+		})
+	}
 }
 
 func TestNoBackgroundProbesWithoutInterval(t *testing.T) {
