@@ -71,9 +71,12 @@ func (o *options) invalidf(format string, args ...any) {
 // background, and replaces it if it does not answer; and it probes before
 // use a session not heard from within interval (the process was frozen, or
 // the prober could not run). Probes are ping in the session era and
-// server/discover in the stateless era; a session with traffic is never
-// probed. Default 30s. 0 turns the background prober off; a session idle
-// for longer than 30s is then still probed before use.
+// server/discover in the stateless era. A session's first probe comes at a
+// random point of its first interval, so that clients opened together (or
+// reconnecting together after an outage) do not probe the server in step;
+// after that, a session with traffic is not probed. Default 30s. 0 turns the
+// background prober off; a session idle for longer than 30s is then still
+// probed before use.
 func WithKeepAlive(interval time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if interval < 0 {

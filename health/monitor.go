@@ -1,8 +1,8 @@
 // Package health decides whether a connection (or anything that can be
 // probed) is alive: it records signs of life, probes a member that has been
 // idle for an interval, and reports it unhealthy after a number of failed
-// probes in a row. Traffic is proof of life, so a busy member is never
-// probed.
+// probes in a row. Traffic is proof of life, so a busy member is not probed
+// once its first interval has passed.
 //
 // An idle member costs a timer, not a goroutine: a process may watch
 // thousands.
@@ -22,9 +22,14 @@ import (
 type Config struct {
 	// Interval: a member not heard from for this long is probed in the
 	// background. 0 turns the background prober off; Check still works.
+	//
+	// The first background probe comes at a uniformly random point of the
+	// first interval after Start (after the last sign of life, if later),
+	// so that members started together probe at different times from the
+	// outset instead of all at once every interval.
 	Interval time.Duration
-	// Jitter spreads the waits to Interval ± Jitter·Interval, so that the
-	// probes of many members started together do not align. Default 0.1.
+	// Jitter spreads the later waits to Interval ± Jitter·Interval, so that
+	// probes do not fall back into step. Default 0.1.
 	Jitter float64
 	// Timeout bounds one probe. Default: Interval/2, or 10s without one.
 	Timeout time.Duration
@@ -92,7 +97,11 @@ func Start(cfg Config) *Monitor {
 	m.Touch()
 	if cfg.Interval > 0 {
 		m.lastProbe = m.last.Load()
-		m.wait = m.jittered()
+		// A random phase within one whole interval: members started
+		// together (a fleet of clients, a pool reconnecting after an
+		// outage) then probe evenly spread, where jitter alone would take
+		// dozens of intervals to spread them.
+		m.wait = time.Duration(rand.Int64N(int64(cfg.Interval)) + 1)
 		m.mu.Lock()
 		m.timer = time.AfterFunc(m.wait, m.tick)
 		m.mu.Unlock()

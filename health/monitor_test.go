@@ -63,17 +63,65 @@ func TestIdleMemberIsProbedEveryJitteredInterval(t *testing.T) {
 		if len(at) < 18 || len(at) > 23 {
 			t.Fatalf("%d probes in 20s at a 1s ±10%% interval", len(at))
 		}
-		prev, distinct := start, map[time.Duration]bool{}
-		for i, a := range at {
-			gap := a.Sub(prev)
+		if first := at[0].Sub(start); first <= 0 || first > time.Second {
+			t.Errorf("first probe %v after Start, want within the first interval", first)
+		}
+		distinct := map[time.Duration]bool{}
+		for i := 1; i < len(at); i++ {
+			gap := at[i].Sub(at[i-1])
 			if gap < 900*time.Millisecond || gap > 1100*time.Millisecond {
 				t.Errorf("probe %d came %v after the previous one, want 1s ±10%%", i, gap)
 			}
 			distinct[gap] = true
-			prev = a
 		}
 		if len(distinct) < 2 {
 			t.Error("every gap was the same: no jitter")
+		}
+	})
+}
+
+// Members started at the same instant, as a fleet of clients opened
+// together, must not probe as a herd: the first probes spread over a whole
+// interval, and later ones stay spread.
+func TestProbesOfMembersStartedTogetherAreSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const members, interval, window = 1000, time.Second, 100 * time.Millisecond
+		var mu sync.Mutex
+		perWindow := map[time.Duration]int{}
+		firsts := make([]time.Duration, members)
+		start := time.Now()
+		monitors := make([]*Monitor, members)
+		for i := range monitors {
+			monitors[i] = Start(Config{Interval: interval, Probe: func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				since := time.Since(start)
+				perWindow[since/window]++
+				if firsts[i] == 0 {
+					firsts[i] = since
+				}
+				return nil
+			}})
+		}
+		time.Sleep(5 * interval)
+		for _, m := range monitors {
+			m.Stop()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		total, peak := 0, 0
+		for w := range 5 * interval / window {
+			total += perWindow[w]
+			peak = max(peak, perWindow[w])
+		}
+		mean := float64(total) / float64(5*interval/window)
+		if float64(peak) > 2*mean {
+			t.Errorf("%d probes in the busiest 100ms window, mean %.0f: a herd", peak, mean)
+		}
+		for i, first := range firsts {
+			if first <= 0 || first > interval {
+				t.Fatalf("member %d first probed %v after Start, want within the first interval", i, first)
+			}
 		}
 	})
 }
@@ -102,16 +150,40 @@ func TestTrafficIsProofOfLife(t *testing.T) {
 		p := &prober{}
 		m := Start(Config{Interval: time.Second, Probe: p.probe})
 		defer m.Stop()
+		// The first interval's probe comes at a random point of it; a
+		// member still idle then is probed once.
+		time.Sleep(time.Second)
+		first := len(p.times())
 		for range 20 {
-			time.Sleep(500 * time.Millisecond)
 			m.Touch()
+			time.Sleep(500 * time.Millisecond)
 		}
-		if n := len(p.times()); n != 0 {
+		if n := len(p.times()) - first; n != 0 {
 			t.Fatalf("%d probes of a member with traffic every 500ms", n)
 		}
-		time.Sleep(1200 * time.Millisecond)
-		if n := len(p.times()); n != 1 {
+		time.Sleep(700 * time.Millisecond)
+		if n := len(p.times()) - first; n != 1 {
 			t.Fatalf("%d probes 1.2s after the traffic stopped, want 1", n)
+		}
+	})
+}
+
+// A member busy from the start may be probed once, at the random point of
+// its first interval that spreads members started together, and never
+// again while the traffic goes on.
+func TestBusyMemberIsProbedAtMostOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{}
+		start := time.Now()
+		m := Start(Config{Interval: time.Second, Probe: p.probe})
+		defer m.Stop()
+		for range 100 {
+			time.Sleep(100 * time.Millisecond)
+			m.Touch()
+		}
+		at := p.times()
+		if len(at) > 1 || len(at) == 1 && at[0].Sub(start) >= 100*time.Millisecond {
+			t.Fatalf("probes at %v after Start; want at most one, before the first traffic", at)
 		}
 	})
 }
