@@ -7,9 +7,15 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// notificationQueue is how many notifications may wait for slow handlers
-// before new ones are dropped.
-const notificationQueue = 1024
+const (
+	// notificationQueue is how many notifications may wait for slow
+	// handlers before new ones are dropped.
+	notificationQueue = 1024
+	// notificationQueueIdle is the queue a dispatcher keeps once drained:
+	// a burst's larger queue is let go, so that a client that is idle
+	// costs a few hundred bytes here, not the 48 KiB of a full queue.
+	notificationQueueIdle = 8
+)
 
 // dispatcher hands notifications from the sessions' readers to the caller's
 // handlers on a goroutine of its own, in the order they arrived. A reader
@@ -18,69 +24,110 @@ const notificationQueue = 1024
 // a notification is a hint to look again (a list changed, a resource was
 // updated), and a handler too slow for 1024 of them has fallen behind beyond
 // what replaying them would fix.
+//
+// Nothing is held for an idle client: the queue grows with a burst up to
+// notificationQueue and is let go once drained, and the goroutine runs only
+// while there is something to deliver.
 type dispatcher struct {
-	mu       sync.RWMutex
+	mu       sync.Mutex
 	handlers []func(mcp.JSONRPCNotification)
-	queue    chan mcp.JSONRPCNotification
-	stop     chan struct{}
-	done     chan struct{}
-	start    sync.Once
+	ring     []mcp.JSONRPCNotification // queued: ring[head], ring[head+1], … (mod len), n of them
+	head, n  int
+	running  chan struct{} // closed when the delivering goroutine exits; nil if none runs
+	closed   bool
 	dropped  atomic.Uint64
 }
 
-func newDispatcher() *dispatcher {
-	return &dispatcher{
-		queue: make(chan mcp.JSONRPCNotification, notificationQueue),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-	}
-}
+func newDispatcher() *dispatcher { return &dispatcher{} }
 
 func (d *dispatcher) add(h func(mcp.JSONRPCNotification)) {
 	d.mu.Lock()
 	d.handlers = append(d.handlers, h)
 	d.mu.Unlock()
-	d.start.Do(func() { go d.run() })
 }
 
 func (d *dispatcher) hasHandlers() bool {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return len(d.handlers) > 0
 }
 
-// deliver queues n without blocking; it reports false if n was dropped.
+// deliver queues n without blocking; it reports false if n was dropped
+// because the handlers are too far behind. Without handlers, or after close,
+// n goes nowhere.
 func (d *dispatcher) deliver(n mcp.JSONRPCNotification) bool {
-	select {
-	case d.queue <- n:
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || len(d.handlers) == 0 {
 		return true
-	default:
-		d.dropped.Add(1)
-		return false
+	}
+	if d.n == len(d.ring) {
+		if len(d.ring) == notificationQueue {
+			d.dropped.Add(1)
+			return false
+		}
+		d.growLocked()
+	}
+	d.ring[(d.head+d.n)%len(d.ring)] = n
+	d.n++
+	if d.running == nil {
+		d.running = make(chan struct{})
+		go d.run(d.running)
+	}
+	return true
+}
+
+// growLocked doubles the ring, up to notificationQueue, keeping the order.
+func (d *dispatcher) growLocked() {
+	ring := make([]mcp.JSONRPCNotification, min(max(2*len(d.ring), notificationQueueIdle), notificationQueue))
+	for i := range d.n {
+		ring[i] = d.ring[(d.head+i)%len(d.ring)]
+	}
+	d.ring, d.head = ring, 0
+}
+
+// run delivers until the queue is empty, then exits.
+func (d *dispatcher) run(done chan struct{}) {
+	defer close(done)
+	for {
+		d.mu.Lock()
+		if d.n == 0 || d.closed {
+			if len(d.ring) > notificationQueueIdle {
+				d.ring, d.head, d.n = nil, 0, 0
+			}
+			d.running = nil
+			d.mu.Unlock()
+			return
+		}
+		n := d.ring[d.head]
+		d.ring[d.head] = mcp.JSONRPCNotification{} // let it be collected
+		d.head = (d.head + 1) % len(d.ring)
+		d.n--
+		handlers := d.handlers
+		d.mu.Unlock()
+		for _, h := range handlers {
+			h(n)
+		}
 	}
 }
 
-func (d *dispatcher) run() {
-	defer close(d.done)
-	for {
-		select {
-		case n := <-d.queue:
-			d.mu.RLock()
-			handlers := d.handlers
-			d.mu.RUnlock()
-			for _, h := range handlers {
-				h(n)
-			}
-		case <-d.stop:
-			return
-		}
-	}
+// queued is how many notifications wait for the handlers, and how many
+// could before the newest are dropped without growing the queue.
+func (d *dispatcher) queued() (n, capacity int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n, len(d.ring)
 }
 
 // close stops the dispatcher, after the handler under way if any, and
 // waits for it. Notifications still queued are dropped.
 func (d *dispatcher) close() {
-	d.start.Do(func() { close(d.done) }) // never started: nothing to wait for
-	close(d.stop)
-	<-d.done
+	d.mu.Lock()
+	d.closed = true
+	d.ring, d.head, d.n = nil, 0, 0
+	running := d.running
+	d.mu.Unlock()
+	if running != nil {
+		<-running
+	}
 }
