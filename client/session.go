@@ -246,6 +246,9 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		result:     res,
 		request:    req,
 	}
-	s.ctx, s.cancel = context.WithCancel(c.lifetime)
+	// Not derived from c.lifetime: close ends it, and the pool closes every
+	// session, at Close too; a child of the client's context would only
+	// leave a map of children behind in it, for every client.
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
