@@ -91,7 +91,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher()}
 	base := o.httpClient
 	if base == nil {
-		base, c.ownHTTPClient = tunedHTTPClient(), true
+		base, c.ownHTTPClient = tunedHTTPClient(u), true
 	}
 	next := base.Transport
 	if next == nil {
