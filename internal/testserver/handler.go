@@ -102,7 +102,22 @@ func (inst *instance) backend(w http.ResponseWriter, r *http.Request) {
 	if inst.cfg.MalformedDiscover && r.Method == http.MethodPost && inst.malformedDiscover(w, r) {
 		return
 	}
+	if inst.cfg.NoHandshake && r.Method == http.MethodPost && inst.refuseInitialize(w, r) {
+		return
+	}
 	inst.streamable.ServeHTTP(w, r)
+}
+
+func (inst *instance) refuseInitialize(w http.ResponseWriter, r *http.Request) bool {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	msg := peekRPC(body)
+	if msg.batch || len(msg.methods) != 1 || msg.methods[0] != "initialize" || msg.id == nil {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.id)+`,"error":{"code":-32601,"message":"Method not found: initialize"}}`)
+	return true
 }
 
 func (inst *instance) malformedDiscover(w http.ResponseWriter, r *http.Request) bool {

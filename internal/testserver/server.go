@@ -70,6 +70,11 @@ type Config struct {
 	// HTTP 200 {"jsonrpc":"2.0","id":<id>,"result":{}}; everything else goes
 	// to a SessionEra mcp-go server (Era is ignored).
 	MalformedDiscover bool
+	// NoHandshake emulates a server of the stateless era only, which no
+	// longer takes the session era's handshake: a JSON-RPC initialize POST
+	// gets the JSON-RPC error "method not found"; everything else goes to a
+	// StatelessEra mcp-go server (Era is ignored).
+	NoHandshake bool
 	// NotMCP answers every request with 200 text/html "<html>hello</html>".
 	NotMCP bool
 	// RequireToken, if non-empty, answers any request lacking
@@ -242,7 +247,7 @@ func streamableOptions(cfg Config) []server.StreamableHTTPOption {
 	opts := []server.StreamableHTTPOption{
 		server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)),
 	}
-	if cfg.Era == SessionEra || cfg.MalformedDiscover {
+	if (cfg.Era == SessionEra || cfg.MalformedDiscover) && !cfg.NoHandshake {
 		opts = append(opts,
 			server.WithStreamableHTTPProtocolVersions(
 				mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326),

@@ -441,6 +441,21 @@ func TestHostHeaderOfProxyPort(t *testing.T) {
 	}
 }
 
+func TestNoHandshake(t *testing.T) {
+	s := startServer(t, Config{NoHandshake: true})
+	resp, body := rawPost(t, s.URL(), "", initBody, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"code":-32601`) {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	c := newClient(t, s.URL())
+	if _, err := initialize(testCtx(t), c); err != nil || c.ProtocolVersion() != mcp.ProtocolVersion20260728 {
+		t.Fatalf("Initialize = %v, version %q; want the stateless era through server/discover", err, c.ProtocolVersion())
+	}
+	if _, err := callTool(testCtx(t), c, "echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestMalformedDiscover(t *testing.T) {
 	s := startServer(t, Config{MalformedDiscover: true})
 	resp, body := rawPost(t, s.URL(), "", `{"jsonrpc":"2.0","id":"abc","method":"server/discover","params":{}}`, nil)
