@@ -148,19 +148,25 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error
 	return classify(err, s.sessionEra, ex, ctx.Err() != nil), err
 }
 
-// open opens and initializes a session, deciding the protocol era afresh: a
-// restarted server may have been upgraded or rolled back.
+// open opens and initializes a session.
+//
+// The protocol era is remembered per client: an endpoint that spoke the
+// session era gets initialize at once, without the server/discover that
+// mcp-go sends first and a session-era server answers with 400, one round
+// trip per connect. A restarted server may have been upgraded or rolled back
+// (F13): if it refuses the handshake with an error no retry can fix, the era
+// is negotiated afresh, as it is on a client's first connect and whenever
+// the endpoint spoke the stateless era, where server/discover is the
+// handshake. A server upgraded to speak both eras goes on being spoken to
+// in the session era by a client that knew it so.
 //
 // In the session era, mcp-go carries server notifications on a GET stream
-// that it opens only on a transport made to listen, and such a transport
-// skips server/discover. So once a server was seen in the session era, and
-// someone wants notifications, sessions are opened that way directly; a
-// server that no longer takes the session handshake is then negotiated with
-// afresh.
+// that it opens only on a transport made to listen; such sessions are opened
+// that way, directly once the era is known.
 func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	req := c.initRequest()
-	if c.sessionEraSeen.Load() && c.wantsEventStream() {
-		s, err := c.openWith(ctx, req, nil, true)
+	if c.sessionEraSeen.Load() {
+		s, _, err := c.openWith(ctx, req, sessionEraOnly, c.wantsEventStream())
 		if err == nil || !isPermanent(err) {
 			return s, err
 		}
@@ -175,22 +181,31 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 		return s, nil
 	}
 	s.close()
-	return c.openWith(ctx, req, nil, true)
+	s, _, err = c.openWith(ctx, req, sessionEraOnly, true)
+	return s, err
 }
+
+// sessionEraOnly keeps mcp-go on the initialize handshake, without
+// server/discover. It goes before the caller's client options, so that a
+// protocol version the caller pinned still wins.
+var sessionEraOnly = mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 
 // negotiate opens a session the way mcp-go decides the era: server/discover
 // first, initialize if that fails.
 func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequest) (*session, error) {
-	s, err := c.openWith(ctx, req, nil, false)
+	s, discovered, err := c.openWith(ctx, req, nil, false)
 	if err != nil || s.sessionEra {
 		return s, err
 	}
 	// mcp-go takes any answer to server/discover as proof of the stateless
 	// era. An older server that answers unknown methods with an empty result
-	// would then never see initialize; ask again, and believe the era only if
-	// the server lists the version.
-	res, err := s.mc.Discover(newExchange().context(ctx), mcp.DiscoverRequest{})
-	if err == nil && slices.Contains(res.SupportedVersions, s.version) {
+	// would then never see initialize: believe the era only if the server
+	// listed the version. The answer mcp-go had is read back from the
+	// transport; only if it could not be is the server asked again.
+	if discovered == nil {
+		discovered, err = s.mc.Discover(newExchange().context(ctx), mcp.DiscoverRequest{})
+	}
+	if err == nil && slices.Contains(discovered.SupportedVersions, s.version) {
 		return s, nil
 	}
 	s.close()
@@ -198,7 +213,8 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
 	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
-	return c.openWith(ctx, req, mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION), false)
+	s, _, err = c.openWith(ctx, req, sessionEraOnly, false)
+	return s, err
 }
 
 func isPermanent(err error) bool {
@@ -206,27 +222,34 @@ func isPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
-func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, error) {
+// openWith opens a session, with extra applied before the caller's client
+// options, and a transport that listens for the GET event stream if listen
+// is set. It returns what server/discover answered during the handshake, if
+// it was asked and its answer could be read.
+func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, *mcp.DiscoverResult, error) {
 	ex := newExchange()
 	ctx = ex.context(ctx)
 	topts := c.transportOptions
 	if listen {
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
 	}
-	tr, err := transport.NewStreamableHTTP(c.endpoint, topts...)
+	streamable, err := transport.NewStreamableHTTP(c.endpoint, topts...)
 	if err != nil {
-		return nil, backoff.Permanent(err)
+		return nil, nil, backoff.Permanent(err)
 	}
+	tr := &discoverRecorder{StreamableHTTP: streamable}
+	tr.recording.Store(true)
 	opts := c.opts.clientOptions
 	if extra != nil {
-		opts = append(slices.Clip(opts), extra)
+		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
 	mc := mcpclient.NewClient(tr, opts...)
 	if err := mc.Start(c.lifetime); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mc.OnNotification(c.onServerNotification)
 	res, err := mc.Initialize(ctx, *req)
+	discovered := tr.take()
 	if err != nil {
 		_ = mc.Close()
 		err = fmt.Errorf("initialize: %w", err)
@@ -234,9 +257,9 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		// ends the loop: a 401, a non-MCP endpoint, a version we do not speak
 		// (mcp-go already negotiated, so this is the one re-negotiation).
 		if v := classify(err, false, ex, ctx.Err() != nil); v.permanent() || v.renegotiate {
-			return nil, backoff.Permanent(err)
+			return nil, nil, backoff.Permanent(err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	version := mc.ProtocolVersion()
 	s := &session{
@@ -250,5 +273,5 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	// session, at Close too; a child of the client's context would only
 	// leave a map of children behind in it, for every client.
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s, nil
+	return s, discovered, nil
 }

@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// discoverRecorder is a session's transport. While the session is opened,
+// it watches the server/discover that mcp-go's Initialize sends first:
+//
+//   - It keeps the answer until negotiate takes it. mcp-go turns the answer
+//     into an InitializeResult and drops the versions the server listed,
+//     which negotiate needs to believe the stateless era; without them it
+//     would have to ask the server again, a round trip per connect.
+//   - If the connection broke under it (a pooled connection the server
+//     closed), it fails the handshake with that error instead of letting
+//     mcp-go take the server for a session-era one and send initialize: a
+//     client remembers the era it found, so a guess would last.
+//
+// Every other method, and every interface mcp-go looks for, is the
+// StreamableHTTP transport's own.
+//
+// A discoverRecorder is safe for concurrent use.
+type discoverRecorder struct {
+	*transport.StreamableHTTP
+	recording atomic.Bool
+	result    atomic.Pointer[json.RawMessage] // the last successful server/discover's result
+	broken    atomic.Pointer[error]           // why the connection broke under server/discover
+}
+
+func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if !t.recording.Load() {
+		return t.StreamableHTTP.SendRequest(ctx, req)
+	}
+	discover := req.Method == string(mcp.MethodServerDiscover)
+	if broken := t.broken.Load(); broken != nil && !discover {
+		return nil, *broken
+	}
+	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	switch {
+	case !discover:
+	case err == nil && resp != nil && resp.Error == nil:
+		t.result.Store(&resp.Result)
+	case err != nil && connectionBroke(err):
+		t.broken.Store(&err)
+	}
+	return resp, err
+}
+
+// take stops recording and returns what server/discover answered, or nil
+// if it was not asked or its answer could not be read.
+func (t *discoverRecorder) take() *mcp.DiscoverResult {
+	t.recording.Store(false)
+	raw := t.result.Swap(nil)
+	if raw == nil {
+		return nil
+	}
+	var res mcp.DiscoverResult
+	if err := json.Unmarshal(*raw, &res); err != nil {
+		return nil
+	}
+	return &res
+}
+
+// connectionBroke reports whether err is the connection failing under the
+// request: not an answer, and not a timeout, which mcp-go's own discover
+// deadline may cause for an older server that never answers unknown
+// methods.
+func connectionBroke(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
