@@ -45,6 +45,9 @@ func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 	if p := tr.Protocols; p == nil || !p.HTTP1() || p.HTTP2() || p.UnencryptedHTTP2() {
 		t.Errorf("protocols %v for a plain-http endpoint, want HTTP/1 only", p)
 	}
+	if tr.TLSClientConfig != nil {
+		t.Error("a TLS config for a plain-http endpoint")
+	}
 	endpoint, _ = url.Parse("https://127.0.0.1:1/mcp")
 	tr = tunedHTTPClient(endpoint).Transport.(*http.Transport)
 	if !tr.ForceAttemptHTTP2 {
