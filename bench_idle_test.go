@@ -54,8 +54,8 @@ const (
 //     (it dials, as every ResilientClient does) and ResilientClient take
 //     turns, on 100 fresh clients each;
 //   - probe-peak/mean: the ResilientClients' keepalive probes in the
-//     busiest 100ms window over two keepalive intervals, over the mean of
-//     all windows: 1 is perfectly even, a herd is N/(interval/100ms).
+//     busiest 100ms window of the first two keepalive intervals, over the
+//     mean of all windows: 1 is perfectly even, a herd is interval/100ms.
 //
 // and ratios to raw (x-raw-...). The keepalive interval is 2ms per client
 // (2s for 1000), so that the probes are a steady 500 a second whatever N.
@@ -364,9 +364,12 @@ func initTimes(b *testing.B, url string, k int) (raw, rawOwn, resilient time.Dur
 	return raw / time.Duration(k), rawOwn / time.Duration(k), resilient / time.Duration(k)
 }
 
-// probeSpread watches the clients' keepalive probes from one interval after
-// they were opened, for two intervals, and returns the most probes seen in
-// any 100ms window over the mean per 100ms.
+// probeSpread watches the clients' keepalive probes for two intervals from
+// when they were opened, and returns the most probes seen in any 100ms
+// window over the mean per 100ms. Probes are counted as they complete (the
+// Stats the client publishes), so a stall of the server process shows as a
+// burst too; the windows are measured on this process's clock, so a stall of
+// this process is spread over its length.
 func probeSpread(clients []*client.ResilientClient, interval time.Duration) float64 {
 	probes := func() uint64 {
 		var sum uint64
@@ -379,7 +382,6 @@ func probeSpread(clients []*client.ResilientClient, interval time.Duration) floa
 		at     time.Duration
 		probes uint64
 	}
-	time.Sleep(interval)
 	start := time.Now()
 	var samples []sample
 	for time.Since(start) < 2*interval {
