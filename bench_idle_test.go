@@ -83,7 +83,12 @@ func benchIdleClients(b *testing.B, era testserver.Era, n int) {
 	defer stop()
 	interval := time.Duration(n) * 2 * time.Millisecond
 
-	rawInit, rawOwnInit, init := initTimes(b, url, 100)
+	var shared *http.Client
+	if os.Getenv(idleSharedEnv) != "" {
+		shared = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		shared.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+	}
+	rawInit, rawOwnInit, init, sharedInit := initTimes(b, url, 100, shared)
 
 	openRaw := func(context.Context) (io.Closer, error) {
 		c, err := mcpclient.NewStreamableHttpClient(url)
@@ -119,9 +124,7 @@ func benchIdleClients(b *testing.B, era testserver.Era, n int) {
 	cost = measureIdle(b, n, cost.base)
 	closeAll(b, closers)
 
-	if os.Getenv(idleSharedEnv) != "" {
-		shared := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-		shared.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+	if shared != nil {
 		sharedClosers, sharedCost := openIdle(b, n, func(ctx context.Context) (io.Closer, error) {
 			return openResilient(ctx, client.WithHTTPClient(shared))
 		})
@@ -129,7 +132,8 @@ func benchIdleClients(b *testing.B, era testserver.Era, n int) {
 		sharedCost = measureIdle(b, n, sharedCost.base)
 		closeAll(b, sharedClosers)
 		shared.CloseIdleConnections()
-		b.Logf("sharing one http.Client: %s", sharedCost)
+		b.Logf("sharing one http.Client: %s, init %v", sharedCost, sharedInit)
+		b.ReportMetric(float64(sharedInit)/float64(rawInit), "shared-x-raw-init")
 		b.ReportMetric(sharedCost.heap, "shared-heap-B/client")
 		b.ReportMetric(sharedCost.stack, "shared-stack-B/client")
 		b.ReportMetric(sharedCost.goroutines, "shared-goroutines/client")
@@ -318,9 +322,10 @@ func closeAll(b *testing.B, clients []io.Closer) {
 // initTimes is the mean time to make and initialize one client against a
 // warm server: raw mcp-go as users have it (sharing http.DefaultTransport and
 // its pooled connections with every other raw client), raw mcp-go given an
-// http.Transport of its own (so it dials, as each ResilientClient does), and
-// a ResilientClient. They take turns, k fresh clients each.
-func initTimes(b *testing.B, url string, k int) (raw, rawOwn, resilient time.Duration) {
+// http.Transport of its own (so it dials, as each ResilientClient does), a
+// ResilientClient, and, if shared is not nil, a ResilientClient given shared.
+// They take turns, k fresh clients each.
+func initTimes(b *testing.B, url string, k int, shared *http.Client) (raw, rawOwn, resilient, resilientShared time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	openRaw := func(opts ...transport.StreamableHTTPCOption) *mcpclient.Client {
@@ -349,19 +354,27 @@ func initTimes(b *testing.B, url string, k int) (raw, rawOwn, resilient time.Dur
 		_ = c.Close()
 		tr.CloseIdleConnections()
 
-		start = time.Now()
-		rc, err := client.New(url, client.WithKeepAlive(time.Minute))
-		if err == nil {
-			_, err = rc.Initialize(ctx, benchInit())
+		openResilient := func(opts ...client.Option) time.Duration {
+			start := time.Now()
+			rc, err := client.New(url, append(opts, client.WithKeepAlive(time.Minute))...)
+			if err == nil {
+				_, err = rc.Initialize(ctx, benchInit())
+			}
+			d := time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = rc.Close()
+			return d
 		}
-		resilient += time.Since(start)
-		if err != nil {
-			b.Fatal(err)
+		resilient += openResilient()
+		if shared != nil {
+			resilientShared += openResilient(client.WithHTTPClient(shared))
 		}
-		_ = rc.Close()
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	return raw / time.Duration(k), rawOwn / time.Duration(k), resilient / time.Duration(k)
+	n := time.Duration(k)
+	return raw / n, rawOwn / n, resilient / n, resilientShared / n
 }
 
 // probeSpread watches the clients' keepalive probes for two intervals from
