@@ -103,10 +103,13 @@ func TestF2LostAnswerIsReplayedOnlyWhenSafe(t *testing.T) {
 
 // 32 goroutines lose their answers at once; each call's replay decision
 // needs the annotations, and one tools/list serves them all.
+//
+// The injected failures hit requests in arrival order, replays included, so
+// a call may draw several: the calls get attempts enough to outlast them all.
 func TestLearnedAnnotationsAreListedOnceForAllGoroutines(t *testing.T) {
-	r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, false)
-	r.start()
 	const goroutines = 32
+	r := newRig(t, testserver.Config{Era: testserver.StatelessEra}, false, client.WithMaxAttempts(goroutines+1))
+	r.start()
 	r.srv.FailPOSTs(goroutines, 0, "", true, "tools/call")
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
