@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
 
@@ -261,15 +262,14 @@ func WithLogger(l *slog.Logger) Option {
 
 func (o *options) validate() error { return errors.Join(o.invalid...) }
 
-// probeTimeout is how long one keepalive probe may take.
+// probeTimeout is how long one keepalive probe may take: WithKeepAliveTimeout,
+// else the health package's default for the keepalive interval (which the
+// frozen prober of the tests does not change).
 func (o *options) probeTimeout() time.Duration {
 	if o.keepAliveTimeout > 0 {
 		return o.keepAliveTimeout
 	}
-	if o.keepAlive == 0 {
-		return 10 * time.Second
-	}
-	return min(o.keepAlive/2, 10*time.Second)
+	return health.DefaultTimeout(o.keepAlive)
 }
 
 func moduleVersion() string {

@@ -18,6 +18,16 @@ import (
 	"time"
 )
 
+// DefaultTimeout is the Timeout of a probe when none is set: half the
+// interval, at most 10s (10s with no interval), so that a probe ends well
+// before the next is due.
+func DefaultTimeout(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 10 * time.Second
+	}
+	return min(interval/2, 10*time.Second)
+}
+
 // Config is the behaviour of a Monitor. Probe is required.
 type Config struct {
 	// Interval: a member not heard from for this long is probed in the
@@ -88,10 +98,7 @@ func Start(cfg Config) *Monitor {
 		cfg.Threshold = 1
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-		if cfg.Interval > 0 {
-			cfg.Timeout = min(cfg.Interval/2, cfg.Timeout)
-		}
+		cfg.Timeout = DefaultTimeout(cfg.Interval)
 	}
 	m := &Monitor{cfg: cfg}
 	m.Touch()
