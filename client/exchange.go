@@ -158,6 +158,10 @@ func newTracker(next http.RoundTripper) *tracker {
 }
 
 func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Response != nil {
+		// A redirect, carrying copies of the first request's headers.
+		req = withoutCredentials(req)
+	}
 	if req.Method == http.MethodDelete {
 		ctx, cancel := context.WithTimeout(req.Context(), deleteTimeout)
 		defer cancel()
