@@ -207,7 +207,8 @@ func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, erro
 	if g.limit <= 0 {
 		g.limit = defaultMaxResponseBytes
 	}
-	resp, err := t.next.RoundTrip(g.request(req))
+	g.expect(req)
+	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -506,39 +507,11 @@ type guard struct {
 	scan    jsonScanner
 	ev      sseEvent
 
-	// The request as sent, when its body was peeked at for the id. One
-	// allocation holds the guard and these.
-	out     http.Request
-	reqBody peekedBody
-	peek    [96]byte
+	peek [96]byte // the first bytes of the request's body
 }
 
-// peekedBody is a request body of which the first bytes were read to find
-// the id: it gives them again, then the rest.
-type peekedBody struct {
-	buf  []byte
-	err  error // from reading the first bytes, if not the end
-	rest io.ReadCloser
-}
-
-func (b *peekedBody) Read(p []byte) (int, error) {
-	if len(b.buf) > 0 {
-		n := copy(p, b.buf)
-		b.buf = b.buf[n:]
-		return n, nil
-	}
-	if b.err != nil {
-		return 0, b.err
-	}
-	return b.rest.Read(p)
-}
-
-func (b *peekedBody) Close() error { return b.rest.Close() }
-
-// request returns the request to send in place of req: a copy whose body
-// gives again the bytes read to find the request's id, or req itself when
-// there is nothing to read.
-func (g *guard) request(req *http.Request) *http.Request {
+// expect learns the id of the answer req expects, if any.
+func (g *guard) expect(req *http.Request) {
 	switch req.Method {
 	case http.MethodPost:
 	case http.MethodGet:
@@ -548,27 +521,55 @@ func (g *guard) request(req *http.Request) *http.Request {
 		if g.ex != nil && req.Header.Get("Last-Event-Id") != "" {
 			g.want, g.check = g.ex.lastRequestID()
 		}
-		return req
+		return
 	default:
-		return req
+		return
 	}
-	if req.Body == nil || req.Body == http.NoBody {
-		return req
-	}
-	n, err := io.ReadFull(req.Body, g.peek[:])
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = nil
-	}
-	g.reqBody = peekedBody{buf: g.peek[:n], err: err, rest: req.Body}
-	g.out = *req
-	g.out.Body = &g.reqBody
-	if id, ok := requestID(g.peek[:n]); ok {
+	if id, ok := requestID(g.peek[:peekBody(req, g.peek[:])]); ok {
 		g.want, g.check = id, true
 		if g.ex != nil {
 			g.ex.setLastRequestID(id)
 		}
 	}
-	return &g.out
+}
+
+// inMemory is what mcp-go's request bodies are: a *bytes.Reader, which
+// can be read at an offset without being consumed (*strings.Reader alike).
+type inMemory interface {
+	io.ReaderAt
+	Len() int
+	Size() int64
+}
+
+var nopClosers = [...]reflect.Type{reflect.TypeOf(io.NopCloser(nil)), reflect.TypeOf(io.NopCloser(bytes.NewReader(nil)))}
+
+// peekBody reads the first bytes of req's body into p without consuming
+// them, so that the request goes out untouched: net/http writes a body it
+// knows to be in memory in one write with the headers, and a wrapper of
+// ours would cost a second write and a copy buffer. As net/http's own
+// isKnownInMemoryReader does, it looks inside the io.NopCloser in which
+// http.NewRequest holds mcp-go's *bytes.Reader. Any other body is read
+// through GetBody, which copies it.
+func peekBody(req *http.Request, p []byte) int {
+	if req.Body == nil || req.Body == http.NoBody {
+		return 0
+	}
+	if t := reflect.TypeOf(req.Body); t == nopClosers[0] || t == nopClosers[1] {
+		if r, ok := reflect.ValueOf(req.Body).Field(0).Interface().(inMemory); ok {
+			n, _ := r.ReadAt(p, r.Size()-int64(r.Len()))
+			return n
+		}
+	}
+	if req.GetBody == nil {
+		return 0
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return 0
+	}
+	defer body.Close()
+	n, _ := io.ReadFull(body, p)
+	return n
 }
 
 // watch puts the guard between resp's body and its reader.

@@ -78,6 +78,24 @@ func TestGuardSendsTheRequestUnchanged(t *testing.T) {
 	}
 }
 
+// A body net/http does not know to be in memory is read through GetBody,
+// and still goes out whole.
+func TestGuardReadsOtherBodiesThroughGetBody(t *testing.T) {
+	a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":13,"result":{}}`)}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", io.MultiReader(strings.NewReader(callBody)))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(callBody)), nil }
+	resp, err := (&tracker{next: a}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); !errors.As(err, new(*wrongAnswerError)) {
+		t.Errorf("another request's answer read: %v", err)
+	}
+	if string(a.sent[0]) != callBody {
+		t.Errorf("sent %q", a.sent[0])
+	}
+}
+
 func TestGuardRefusesAnotherRequestsAnswer(t *testing.T) {
 	var wrong atomic.Uint64
 	for _, tc := range []struct {
