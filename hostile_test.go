@@ -113,7 +113,7 @@ func TestF18AnotherRequestsAnswerIsNeverReturned(t *testing.T) {
 
 // heapPeak samples the live heap until stopped, and reports its highest
 // point above what it was at the start (after a GC).
-func heapPeak(t *testing.T) (stop func() uint64) {
+func heapPeak(t testing.TB) (stop func() uint64) {
 	runtime.GC()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
@@ -326,5 +326,70 @@ func TestRedirectKeepsCredentialsAtTheOrigin(t *testing.T) {
 				t.Errorf("%s: session id sent: %v", tc.name, sessionSent)
 			}
 		})
+	}
+}
+
+// BenchmarkHugeAnswer is F19 against raw mcp-go: a 200 MB answer to a call
+// with a 5s deadline, as JSON and as one SSE event. It reports how long the
+// call took, how far the heap grew while it ran, and how many calls
+// returned the answer (raw mcp-go's JSON decoding does, after the
+// deadline). A raw iteration takes 5 to 12 seconds, and its SSE decoding
+// goes on for up to a minute after the call returned: -short skips them.
+func BenchmarkHugeAnswer(b *testing.B) {
+	for _, f := range framings {
+		for _, raw := range []bool{true, false} {
+			name := f.name + "/resilientmcp"
+			if raw {
+				name = f.name + "/raw"
+			}
+			b.Run(name, func(b *testing.B) {
+				if raw && testing.Short() {
+					b.Skip("raw mcp-go reads all 200 MB")
+				}
+				srv := hostile.New(hostile.Huge(200<<20, f.sse))
+				b.Cleanup(srv.Close) // after the clients' cleanups
+				var call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
+				if raw {
+					// Raw mcp-go keeps decoding a huge SSE event on a
+					// goroutine of its own after the call returned: wait
+					// for it (bounded), lest it be measured with the next
+					// benchmark.
+					before := runtime.NumGoroutine()
+					b.Cleanup(func() {
+						for i := 0; i < 600 && runtime.NumGoroutine() > before; i++ {
+							time.Sleep(100 * time.Millisecond)
+						}
+					})
+					call = rawClient(b, srv.URL).CallTool
+				} else {
+					c, err := client.New(srv.URL)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					if _, err := c.Initialize(context.Background(), benchInit()); err != nil {
+						b.Fatal(err)
+					}
+					call = c.CallTool
+				}
+				var took time.Duration
+				var grew, answered uint64
+				for b.Loop() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					peak := heapPeak(b)
+					start := time.Now()
+					if _, err := call(ctx, toolRequest("echo", nil)); err == nil {
+						answered++
+					}
+					took += time.Since(start)
+					grew = max(grew, peak())
+					cancel()
+				}
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/call")
+				b.ReportMetric(float64(grew)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(answered)/float64(b.N), "answered/call")
+			})
+		}
 	}
 }
