@@ -8,7 +8,10 @@
 // wraps mcp-go's streamable HTTP client and hides all of that: it
 // re-initializes stale sessions once for all goroutines and replays the call,
 // waits for an unreachable server with exponential backoff, and never sends a
-// call twice unless it is safe to repeat.
+// call twice unless it is safe to repeat. Nor does it trust what comes back:
+// an answer carrying another request's id is never returned, an answer
+// larger than WithMaxResponseBytes is refused at the limit, and credentials
+// do not follow a redirect to another origin.
 //
 // Replace
 //

@@ -69,6 +69,9 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			return nil
 		}
 		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
+		if v.cause != nil {
+			err = v.cause
+		}
 		if c.closed.Load() {
 			// Close closed the session under the call.
 			r.mayHaveRun = r.mayHaveRun || v.sent || v.mayHaveRun()

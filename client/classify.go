@@ -54,6 +54,12 @@ func (c class) String() string {
 // verdict is the classification of one failed attempt.
 type verdict struct {
 	class class
+	// corrupt: the session answered another request (guard.go): take it
+	// out of service.
+	corrupt bool
+	// cause: what the failure was, when mcp-go's error does not say (the
+	// guard refused the answer); the call reports it instead.
+	cause error
 	// sent: the request was completely written; it may have run.
 	sent bool
 	// unreachable: no connection could be made. The session itself may be
@@ -107,6 +113,9 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	switch {
 	case ctxDone:
 		return v(classCaller)
+
+	case ex.refusal() != nil:
+		return refusedVerdict(ex.refusal())
 
 	case errors.Is(err, transport.ErrAuthorizationRequired),
 		errors.Is(err, transport.ErrOAuthAuthorizationRequired),
@@ -318,6 +327,9 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 
 	case classUnknown:
 		a := action{closeIdle: true}
+		if v.corrupt {
+			a.discard = &lostError{kind: lossCorrupt, err: err}
+		}
 		if !safe() {
 			a.refused = true
 			a.err = r.fail("not safe to repeat", err)

@@ -98,7 +98,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		next = http.DefaultTransport
 	}
 	hc := *base
-	hc.Transport = newTracker(next)
+	tr := newTracker(next)
+	tr.limit, tr.log, tr.wrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
+	hc.Transport = tr
 	c.httpClient = &hc
 	c.transportOptions = []transport.StreamableHTTPCOption{
 		transport.WithHTTPBasicClient(c.httpClient),

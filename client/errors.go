@@ -42,6 +42,14 @@ var (
 	// want of authorization (401, 403); it did not run. The error is an
 	// *AuthorizationRequiredError that says why.
 	ErrAuthorizationRequired = errors.New("resilientmcp: authorization required")
+
+	// ErrResponseTooLarge means an answer was larger than
+	// WithMaxResponseBytes allows: a response body, or one event of a
+	// response stream. It always comes with ErrOutcomeUnknown: the request
+	// ran, or may have, and its answer was refused at the limit, unread
+	// beyond it. It is never sent again, since the same answer would come
+	// back. The connection it came on is dropped; the session is kept.
+	ErrResponseTooLarge = errors.New("resilientmcp: response too large")
 )
 
 // AuthorizationRequiredError is the error of a call the server refused for

@@ -3,11 +3,14 @@ package client
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +27,11 @@ type exchange struct {
 	rec     record
 	dialErr error // the first dial failure of this attempt
 	trace   httptrace.ClientTrace
+
+	// What the guard (guard.go) saw during this attempt.
+	refused error   // the first answer it refused, and why
+	lastID  idToken // the id of the last request posted, for a stream resumed by GET
+	hasID   bool
 }
 
 // record is what the HTTP layer saw of the last request of an attempt.
@@ -75,7 +83,45 @@ func (ex *exchange) Value(key any) any {
 func (ex *exchange) reset() {
 	ex.mu.Lock()
 	ex.rec, ex.dialErr = record{}, nil
+	ex.refused, ex.hasID = nil, false
 	ex.mu.Unlock()
+}
+
+// refuse records that the guard refused an answer: the first refusal of an
+// attempt is what its failure means.
+func (ex *exchange) refuse(err error) {
+	ex.mu.Lock()
+	if ex.refused == nil {
+		ex.refused = err
+	}
+	ex.mu.Unlock()
+}
+
+// refusal is the answer the guard refused in this attempt, if any; nil for
+// a nil exchange.
+func (ex *exchange) refusal() error {
+	if ex == nil {
+		return nil
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.refused
+}
+
+// setLastRequestID records that a request expecting an answer went out. A
+// refusal describes the answer to the last such request: mcp-go's
+// Initialize follows a failed server/discover with initialize, and the
+// first's answer must not be read as the second's.
+func (ex *exchange) setLastRequestID(id idToken) {
+	ex.mu.Lock()
+	ex.lastID, ex.hasID, ex.refused = id, true, nil
+	ex.mu.Unlock()
+}
+
+func (ex *exchange) lastRequestID() (idToken, bool) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.lastID, ex.hasID
 }
 
 // snapshot is what the last request saw; nothing for a nil exchange (an
@@ -94,10 +140,16 @@ func (ex *exchange) snapshot() record {
 // Close, or a replaced session's release, that long.
 const deleteTimeout = time.Second
 
-// tracker is the RoundTripper every session's HTTP client goes through.
+// tracker is the RoundTripper every session's HTTP client goes through. It
+// is safe for concurrent use.
 type tracker struct {
 	next   http.RoundTripper
 	traced bool // next is net/http's Transport, which reports to httptrace
+	// For the guard (guard.go). Zero values: the default limit, no logs,
+	// no counting.
+	limit        int64 // WithMaxResponseBytes
+	log          *slog.Logger
+	wrongAnswers *atomic.Uint64
 }
 
 func newTracker(next http.RoundTripper) *tracker {
@@ -106,6 +158,10 @@ func newTracker(next http.RoundTripper) *tracker {
 }
 
 func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Response != nil {
+		// A redirect, carrying copies of the first request's headers.
+		req = withoutCredentials(req)
+	}
 	if req.Method == http.MethodDelete {
 		ctx, cancel := context.WithTimeout(req.Context(), deleteTimeout)
 		defer cancel()
@@ -113,7 +169,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex == nil {
-		return t.next.RoundTrip(req)
+		return t.guarded(req, nil)
 	}
 	ex.mu.Lock()
 	dialErr := ex.dialErr
@@ -126,9 +182,12 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		// mcp-go follows a failed server/discover with initialize; when the
 		// first could not even connect, the second would only double the
 		// connection attempts a reconnect loop makes against a down server.
+		if req.Body != nil {
+			req.Body.Close() // a RoundTripper closes the body, even on errors
+		}
 		return nil, dialErr
 	}
-	resp, err := t.next.RoundTrip(req)
+	resp, err := t.guarded(req, ex)
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if err != nil {
@@ -140,6 +199,38 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	ex.rec.status = resp.StatusCode
 	ex.rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return resp, nil
+}
+
+// guarded sends req with a guard (guard.go) on its answer.
+func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, error) {
+	g := &guard{t: t, ex: ex, limit: t.limit}
+	if g.limit <= 0 {
+		g.limit = defaultMaxResponseBytes
+	}
+	g.expect(req)
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	g.watch(resp)
+	return resp, nil
+}
+
+// refused logs and counts an answer the guard refused.
+func (t *tracker) refused(err error) {
+	var wrong *wrongAnswerError
+	if errors.As(err, &wrong) {
+		if t.wrongAnswers != nil {
+			t.wrongAnswers.Add(1)
+		}
+		if t.log != nil {
+			t.log.Warn("answer for another request: the session is treated as corrupt and replaced", "response_id", wrong.got, "request_id", wrong.want)
+		}
+		return
+	}
+	if t.log != nil {
+		t.log.Warn("answer refused", "err", err)
+	}
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
@@ -166,7 +257,12 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// More seconds than a Duration holds would wrap around to a
+		// negative pause: as good as forever, so the longest one.
+		if err != nil || secs > uint64(math.MaxInt64/time.Second) {
+			return math.MaxInt64
+		}
 		return time.Duration(secs) * time.Second
 	}
 	if at, err := http.ParseTime(v); err == nil && at.After(now) {

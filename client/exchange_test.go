@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"testing"
+	"time"
 )
 
 type scripted []func() (*http.Response, error)
@@ -39,5 +41,15 @@ func TestExchangeDescribesOnlyTheLastRequest(t *testing.T) {
 	}
 	if v := classify(wire(dead), true, ex, false); v.class != classUnknown {
 		t.Errorf("classified as %v, want outcome unknown", v.class)
+	}
+}
+
+// Retry-After is delay-seconds (RFC 9110 10.2.3): a number too large for a
+// Duration must not wrap around to a negative pause.
+func TestParseRetryAfterOverflow(t *testing.T) {
+	for _, v := range []string{"9223372036854775807", "99999999999999999999999"} {
+		if got := parseRetryAfter(v, time.Now()); got != math.MaxInt64 {
+			t.Errorf("parseRetryAfter(%q) = %v, want the longest pause", v, got)
+		}
 	}
 }

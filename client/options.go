@@ -42,6 +42,7 @@ type options struct {
 	retryToolCall    func(mcp.Tool) bool
 	stateHandler     func(from, to State)
 	logger           *slog.Logger
+	maxResponseBytes int64
 	invalid          []error
 	// frozenProber keeps the background prober from running, as in a
 	// process frozen between requests (serverless); tests set it.
@@ -63,6 +64,7 @@ func defaultOptions() options {
 		clientInfo:       mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()},
 		retryToolCall:    DefaultRetryToolCall,
 		logger:           slog.New(slog.DiscardHandler),
+		maxResponseBytes: defaultMaxResponseBytes,
 	}
 }
 
@@ -257,6 +259,24 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		o.logger = l
+	})
+}
+
+// WithMaxResponseBytes is the largest answer the client reads: a response
+// body, or one event of a response stream (a stream itself may run for as
+// long as the call does). A larger answer ends the call at the limit,
+// unread beyond it: the connection is dropped, and the call returns an error
+// that is both ErrOutcomeUnknown and ErrResponseTooLarge, never sent again
+// since the same answer would come back. The memory an answer costs is
+// bounded by a small multiple of n: mcp-go holds an SSE event twice while
+// reading it, and a JSON body in a buffer that doubles as it fills (2x to
+// 3.5x n at its peak). Default 16 MiB.
+func WithMaxResponseBytes(n int64) Option {
+	return optionFunc(func(o *options) {
+		if n <= 0 {
+			o.invalidf("WithMaxResponseBytes(%d): the limit must be positive", n)
+		}
+		o.maxResponseBytes = n
 	})
 }
 

@@ -58,6 +58,7 @@ const (
 	lossUnreachable                 // no connection could be made: the session may be fine, ask it once the server answers
 	lossRequested                   // the caller initialized again with another request
 	lossUnhealthy                   // failed its probes: the connection is dead or hung
+	lossCorrupt                     // answered another request: nothing it says can be trusted
 )
 
 // lostError is the cause a session was taken out of service with; the dial
@@ -252,11 +253,15 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	discovered := tr.take()
 	if err != nil {
 		_ = mc.Close()
+		v := classify(err, false, ex, ctx.Err() != nil)
+		if v.cause != nil {
+			err = v.cause
+		}
 		err = fmt.Errorf("initialize: %w", err)
 		// Initialize is safe to repeat, so only an error no retry can fix
 		// ends the loop: a 401, a non-MCP endpoint, a version we do not speak
 		// (mcp-go already negotiated, so this is the one re-negotiation).
-		if v := classify(err, false, ex, ctx.Err() != nil); v.permanent() || v.renegotiate {
+		if v.permanent() || v.renegotiate {
 			return nil, nil, backoff.Permanent(err)
 		}
 		return nil, nil, err

@@ -31,6 +31,11 @@ type Stats struct {
 	// handlers were more than 1024 behind.
 	DroppedNotifications uint64
 
+	// WrongAnswers counts answers that carried another request's id. Each
+	// is refused, and its session replaced: one client's answer delivered
+	// to another's call, by a server or a proxy that mixes up requests.
+	WrongAnswers uint64
+
 	Sessions int // sessions in service now
 	InFlight int // calls in progress now
 }
@@ -40,6 +45,7 @@ type counters struct {
 	reinitializations, redials            atomic.Uint64
 	probes, probeFailures                 atomic.Uint64
 	outcomeUnknown, unavailable, authReqd atomic.Uint64
+	wrongAnswers                          atomic.Uint64
 	inFlight                              atomic.Int64
 }
 
@@ -69,6 +75,7 @@ func (c *ResilientClient) Stats() Stats {
 		Unavailable:           c.stats.unavailable.Load(),
 		AuthorizationRequired: c.stats.authReqd.Load(),
 		DroppedNotifications:  c.notifications.dropped.Load(),
+		WrongAnswers:          c.stats.wrongAnswers.Load(),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
 	}

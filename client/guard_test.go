@@ -1,0 +1,374 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// answering is a RoundTripper that reads the request body as a transport
+// would and answers with a fixed response.
+type answering struct {
+	contentType string
+	body        []byte
+	length      int64 // Content-Length; 0: unknown
+	chunk       int
+	sent        [][]byte // request bodies, as written
+	src         *chunkReader
+}
+
+func (a *answering) RoundTrip(req *http.Request) (*http.Response, error) {
+	var sent []byte
+	if req.Body != nil {
+		sent, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	a.sent = append(a.sent, sent)
+	a.src = &chunkReader{data: a.body, chunk: a.chunk}
+	length := a.length
+	if length == 0 {
+		length = -1
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Header:        http.Header{"Content-Type": {a.contentType}},
+		Body:          io.NopCloser(a.src),
+		ContentLength: length,
+		Request:       req,
+	}, nil
+}
+
+func post(t *testing.T, tr http.RoundTripper, ctx context.Context, body string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.RoundTrip(req)
+}
+
+const callBody = `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"increment","arguments":{}}}`
+
+// The request goes out byte for byte, however its first bytes were read to
+// find the id.
+func TestGuardSendsTheRequestUnchanged(t *testing.T) {
+	for _, body := range []string{"", `{}`, callBody, strings.Repeat("x", 96), strings.Repeat("y", 97), callBody + strings.Repeat(" ", 4000)} {
+		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":12,"result":{}}`)}
+		resp, err := post(t, &tracker{next: a}, context.Background(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(got) != string(a.body) {
+			t.Fatalf("answer read as %q, %v", got, err)
+		}
+		if string(a.sent[0]) != body {
+			t.Fatalf("sent %q, want %q", a.sent[0], body)
+		}
+	}
+}
+
+// A body net/http does not know to be in memory is read through GetBody,
+// and still goes out whole.
+func TestGuardReadsOtherBodiesThroughGetBody(t *testing.T) {
+	a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":13,"result":{}}`)}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", io.MultiReader(strings.NewReader(callBody)))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(callBody)), nil }
+	resp, err := (&tracker{next: a}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); !errors.As(err, new(*wrongAnswerError)) {
+		t.Errorf("another request's answer read: %v", err)
+	}
+	if string(a.sent[0]) != callBody {
+		t.Errorf("sent %q", a.sent[0])
+	}
+}
+
+func TestGuardRefusesAnotherRequestsAnswer(t *testing.T) {
+	var wrong atomic.Uint64
+	for _, tc := range []struct {
+		name, contentType, body string
+		refused                 bool
+	}{
+		{"json, ours", "application/json", `{"jsonrpc":"2.0","id":12,"result":{}}`, false},
+		{"json, another's", "application/json", `{"jsonrpc":"2.0","id":13,"result":{}}`, true},
+		{"json, another's, id last", "application/json", `{"jsonrpc":"2.0","result":{"id":12},"id":13}`, true},
+		{"json, no id", "application/json", `{"jsonrpc":"2.0","result":{}}`, false},
+		{"sse, ours after a notification and a server request", "text/event-stream",
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
+				"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"roots/list\"}\n\n" +
+				"data: {\"jsonrpc\":\"2.0\",\"id\":12,\"result\":{}}\n\n", false},
+		{"sse, another's", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{}}\n\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := newExchange()
+			a := &answering{contentType: tc.contentType, body: []byte(tc.body), chunk: 5}
+			resp, err := post(t, &tracker{next: a, wrongAnswers: &wrong}, ex.context(context.Background()), callBody)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var w *wrongAnswerError
+			if refused := errors.As(err, &w); refused != tc.refused {
+				t.Fatalf("read %q: %v", got, err)
+			}
+			if tc.refused {
+				if !errors.Is(ex.refusal(), err) {
+					t.Errorf("the exchange recorded %v", ex.refusal())
+				}
+				if bytes.HasSuffix(got, []byte("\n\n")) || bytes.HasSuffix(got, []byte("}")) {
+					t.Errorf("the end of the refused answer went through: %q", got)
+				}
+			}
+		})
+	}
+	if wrong.Load() != 3 {
+		t.Errorf("WrongAnswers counted %d, want 3", wrong.Load())
+	}
+}
+
+// A body whose Content-Length is over the limit is refused before a byte of
+// it is read.
+func TestGuardRefusesADeclaredLengthUnread(t *testing.T) {
+	a := &answering{contentType: "application/json", body: bytes.Repeat([]byte("x"), 100), length: 100}
+	resp, err := post(t, &tracker{next: a, limit: 99}, context.Background(), callBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	if !errors.Is(err, ErrResponseTooLarge) || !strings.Contains(err.Error(), "99 bytes") {
+		t.Fatalf("got %v", err)
+	}
+	if a.src.read != 0 {
+		t.Errorf("read %d bytes of it", a.src.read)
+	}
+}
+
+// An SSE stream as a whole may be longer than the limit (progress for a
+// long call); one event may not.
+func TestGuardLimitsEventsNotStreams(t *testing.T) {
+	event := "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"p\":\"" + strings.Repeat("x", 40) + "\"}}\n\n"
+	stream := strings.Repeat(event, 50) + "data: {\"jsonrpc\":\"2.0\",\"id\":12,\"result\":{}}\n\n"
+	g, _ := testGuard([]byte(stream), 7, true, int64(len(event)), "12")
+	if got := mcpgoSSE(g, len(event)); got.response == nil || got.readErr != nil {
+		t.Fatalf("a stream of small events: %+v", got)
+	}
+	big := "data: " + strings.Repeat("x", 200) + "\n\n"
+	g, src := testGuard([]byte(big+big), 7, true, 100, "12")
+	got := mcpgoSSE(g, 100)
+	if !errors.Is(got.readErr, ErrResponseTooLarge) || !strings.Contains(got.readErr.Error(), "event") {
+		t.Fatalf("an event of 200 bytes, limit 100: %v", got.readErr)
+	}
+	if src.read > 110 {
+		t.Errorf("read %d bytes", src.read)
+	}
+}
+
+// A stream resumed by GET with Last-Event-ID carries the answer to the
+// request posted before it in the attempt, and is checked against it.
+func TestGuardChecksAResumedStream(t *testing.T) {
+	ex := newExchange()
+	ctx := ex.context(context.Background())
+	a := &answering{contentType: "text/event-stream", body: []byte("id: 1\nretry: 5\ndata: \n\n")}
+	tr := &tracker{next: a}
+	resp, err := post(t, tr, ctx, callBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	a.body = []byte("data: {\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{}}\n\n")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:1/mcp", nil)
+	req.Header.Set("Last-Event-ID", "1")
+	resp, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	if !errors.As(err, new(*wrongAnswerError)) {
+		t.Fatalf("resumed stream with another request's answer: %v", err)
+	}
+
+	// The session's own GET stream answers nothing of ours: not checked.
+	req, _ = http.NewRequest(http.MethodGet, "http://127.0.0.1:1/mcp", nil)
+	resp, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the GET stream: %v", err)
+	}
+}
+
+// A notification, or an answer to a request of the server's, expects no
+// answer with an id to check.
+func TestGuardChecksOnlyRequests(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"roots":[]}}`,
+	} {
+		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":99,"result":{}}`)}
+		resp, err := post(t, &tracker{next: a}, context.Background(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Errorf("after %s: %v", body, err)
+		}
+	}
+}
+
+func TestWithMaxResponseBytes(t *testing.T) {
+	for _, n := range []int64{0, -1} {
+		if c, err := New("http://127.0.0.1:1/mcp", WithMaxResponseBytes(n)); err == nil {
+			c.Close()
+			t.Errorf("WithMaxResponseBytes(%d) accepted", n)
+		}
+	}
+	c, err := New("http://127.0.0.1:1/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.httpClient.Transport.(*tracker).limit; got != 16<<20 {
+		t.Errorf("default limit %d, want 16 MiB", got)
+	}
+}
+
+// chunkReader gives data in reads of at most chunk bytes, as a network
+// would, so that every boundary falls somewhere.
+type chunkReader struct {
+	data  []byte
+	chunk int
+	read  int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(r.data))
+	if r.chunk > 0 {
+		n = min(n, r.chunk)
+	}
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	r.read += n
+	return n, nil
+}
+
+// testGuard is a guard on data as a response body, for the request whose id
+// is want ("" for none).
+func testGuard(data []byte, chunk int, sse bool, limit int64, want string) (*guard, *chunkReader) {
+	src := &chunkReader{data: data, chunk: chunk}
+	g := &guard{t: &tracker{}, limit: limit, body: io.NopCloser(src), sse: sse, length: -1}
+	if want != "" {
+		g.want.n = uint8(copy(g.want.b[:], want))
+		g.check = true
+	}
+	return g, src
+}
+
+// mcpgoResponse decodes a JSON response body as mcp-go's SendRequest does.
+func mcpgoResponse(r io.Reader) (*transport.JSONRPCResponse, error) {
+	var resp transport.JSONRPCResponse
+	if err := json.NewDecoder(r).Decode(&resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// sseRun is what mcp-go made of an SSE stream.
+type sseRun struct {
+	response *transport.JSONRPCResponse // the first answer it delivered
+	readErr  error                      // the read error that ended the stream, other than EOF
+	// Of the stream up to the first delivered answer (or the end):
+	unparsed  bool // an event mcp-go could not decode, so ignored
+	oversized bool // an event's data and line exceeded the limit
+	rawIDs    [][]byte
+}
+
+// mcpgoSSE reads an SSE stream as mcp-go v1.2.1 does, transcribed from
+// readSSEWithCursor and handleSSEResponse in client/transport/
+// streamable_http.go: lines by ReadString('\n'), trailing "\r\n" trimmed,
+// data joined by appendSSEData, each event tried as a response, then as a
+// notification, then as a request from the server.
+func mcpgoSSE(r io.Reader, limit int) sseRun {
+	var run sseRun
+	br := bufio.NewReader(r)
+	var data string
+	handle := func(data string) bool {
+		var message transport.JSONRPCResponse
+		if err := json.Unmarshal([]byte(data), &message); err != nil {
+			run.unparsed = true
+			return false
+		}
+		if message.ID.IsNil() {
+			return false // a notification
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &raw); err == nil {
+			if _, hasMethod := raw["method"]; hasMethod {
+				var request transport.JSONRPCRequest
+				if err := json.Unmarshal([]byte(data), &request); err == nil {
+					return false // a request from the server
+				}
+			}
+		}
+		var id struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(data), &id)
+		run.rawIDs = append(run.rawIDs, id.ID)
+		run.response = &message
+		return true
+	}
+	for {
+		line, err := br.ReadString('\n')
+		if n := len(data) + len(strings.TrimSuffix(line, "\n")); n > limit {
+			run.oversized = true
+		}
+		if err != nil {
+			if err == io.EOF {
+				if data != "" {
+					handle(data)
+				}
+				return run
+			}
+			run.readErr = err
+			return run
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			if data != "" {
+				if handle(data) {
+					return run
+				}
+				data = ""
+			}
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "data:"); ok {
+			v = strings.TrimPrefix(v, " ")
+			if data == "" {
+				data = v
+			} else {
+				data += "\n" + v
+			}
+		}
+	}
+}

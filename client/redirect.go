@@ -1,0 +1,69 @@
+package client
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Nothing secret leaves the origin the client was given. http.Client copies
+// every header of the first request to each redirect, and strips
+// Authorization and Cookie only when the host name changes, not when the
+// port or the scheme does; the headers of WithHeaders and WithHeaderFunc
+// (an API key, a token) and the session id go along in every case.
+//
+// The check is made in the tracker, per request, rather than in
+// CheckRedirect: it then holds whatever CheckRedirect a user's http.Client
+// has, and also strips a header that a RoundTripper wrapping the tracker
+// adds (an authorization layer's token). A RoundTripper the tracker wraps
+// sees the request after it, and must check the origin itself.
+
+// withoutCredentials is the request of a redirect, stripped of every header
+// that may say who sends it if it leaves the origin (scheme, host and port)
+// of the request the chain began with.
+func withoutCredentials(req *http.Request) *http.Request {
+	first := req
+	for first.Response != nil && first.Response.Request != nil && first.Response.Request != first {
+		first = first.Response.Request
+	}
+	if sameOrigin(first.URL, req.URL) {
+		return req
+	}
+	r := req.Clone(req.Context())
+	for k := range r.Header {
+		if !portableHeader(http.CanonicalHeaderKey(k)) {
+			delete(r.Header, k)
+		}
+	}
+	return r
+}
+
+// portableHeader reports whether a header may follow a request to another
+// origin: it describes the request, not who sends it.
+func portableHeader(k string) bool {
+	switch k {
+	case "Accept", "Content-Type", "User-Agent", "Last-Event-Id",
+		"Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name":
+		return true
+	}
+	return false
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		effectivePort(a) == effectivePort(b)
+}
+
+func effectivePort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
+}
