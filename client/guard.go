@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -581,26 +581,20 @@ func (g *guard) watch(resp *http.Response) {
 }
 
 // isEventStream reports whether a Content-Type is what mime.ParseMediaType
-// would call text/event-stream, as mcp-go decides, without its allocations.
+// calls text/event-stream, as mcp-go decides; the values servers send are
+// answered without its allocations.
 func isEventStream(v string) bool {
-	if i := strings.IndexByte(v, ';'); i >= 0 {
-		v = v[:i]
-	}
-	v = strings.TrimSpace(v)
-	const want = "text/event-stream"
-	if len(v) != len(want) {
+	switch v {
+	case "text/event-stream":
+		return true
+	case "application/json", "":
 		return false
 	}
-	for i := range len(want) {
-		c := v[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != want[i] {
-			return false
-		}
-	}
-	return true
+	// Anything else is parsed as mcp-go parses it, errors and all (a
+	// duplicate parameter makes it read no media type at all): the two
+	// must agree on what is a stream (FuzzContentType).
+	mt, _, _ := mime.ParseMediaType(v)
+	return mt == "text/event-stream"
 }
 
 func (g *guard) Read(p []byte) (int, error) {
