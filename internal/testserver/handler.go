@@ -50,7 +50,10 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, "<html>hello</html>")
 		return
-	case cfg.RequireToken != "" && r.Header.Get("Authorization") != "Bearer "+cfg.RequireToken:
+	case s.requiredToken(cfg) != "" && r.Header.Get("Authorization") != "Bearer "+s.requiredToken(cfg):
+		if f := s.onRefused.Load(); f != nil {
+			(*f)()
+		}
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -112,6 +113,27 @@ type Server struct {
 	faults   faults
 	counters counters
 	sessions sessions
+	// token, when set, replaces Config.RequireToken at once: every token
+	// but this one is refused from now on (SetToken).
+	token     atomic.Pointer[string]
+	onRefused atomic.Pointer[func()]
+}
+
+// OnRefused has f called for every request refused for its token (401),
+// as it is refused.
+func (s *Server) OnRefused(f func()) { s.onRefused.Store(&f) }
+
+// SetToken makes the server accept "Authorization: Bearer token" and refuse
+// every other with 401 from now on, across restarts: as an authorization
+// server that rotated or revoked tokens would have it.
+func (s *Server) SetToken(token string) { s.token.Store(&token) }
+
+// requiredToken is the token requests must carry, "" for none.
+func (s *Server) requiredToken(cfg Config) string {
+	if t := s.token.Load(); t != nil {
+		return *t
+	}
+	return cfg.RequireToken
 }
 
 // instance is one running generation of the server: everything a restart
