@@ -130,7 +130,7 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	// server's own answer to the handshake.
 	switch {
 	case classify(err, false, nil, false).class == classAuth:
-		return authorizationRequired("no_token", err)
+		return authorizationRequired(authReason(err), err)
 	case r.mayHaveRun:
 		return r.fail("reconnecting failed", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/auth"
 )
 
 // class is what a failed attempt means for the call. The failures behind
@@ -117,6 +119,10 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	case ex.refusal() != nil:
 		return refusedVerdict(ex.refusal())
 
+	case errors.As(err, new(*auth.Error)):
+		// The token layer could not authorize the request: it did not run.
+		return v(classAuth)
+
 	case errors.Is(err, transport.ErrAuthorizationRequired),
 		errors.Is(err, transport.ErrOAuthAuthorizationRequired),
 		errors.Is(err, transport.ErrUnauthorized),
@@ -190,6 +196,16 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	r := v(classUnknown)
 	r.staleConnection = rec.reused && rec.status == 0 && isNetworkError(err)
 	return r
+}
+
+// authReason is the Reason of an authorization failure: the token layer's,
+// or no_token for a server that wants authorization the client cannot give.
+func authReason(err error) string {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return ae.Reason
+	}
+	return auth.ReasonNoToken
 }
 
 // isWriteError reports whether the request failed while it was being
@@ -283,7 +299,7 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 		return action{err: err}
 
 	case classAuth:
-		return action{err: authorizationRequired("no_token", err)}
+		return action{err: authorizationRequired(authReason(err), err)}
 
 	case classExpired:
 		// Every goroutine that used this lease's generation sees this; the

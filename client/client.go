@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/pool"
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
@@ -98,7 +99,13 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		next = http.DefaultTransport
 	}
 	hc := *base
-	tr := newTracker(next)
+	tr := newTracker(next) // traced or not by what is beneath the token's layer
+	if o.bearerToken != nil {
+		// Under the tracker, so that the redirect check above it cannot
+		// see the token's header: the token layer checks each request's
+		// origin itself.
+		tr.next = &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: u}
+	}
 	tr.limit, tr.log, tr.wrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
 	hc.Transport = tr
 	c.httpClient = &hc

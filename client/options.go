@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
@@ -37,6 +39,7 @@ type options struct {
 	httpClient       *http.Client // nil: a tuned client of our own
 	headers          map[string]string
 	headerFunc       transport.HTTPHeaderFunc
+	bearerToken      auth.FetchFunc
 	clientInfo       mcp.Implementation
 	clientOptions    []mcpclient.ClientOption
 	retryToolCall    func(mcp.Tool) bool
@@ -241,6 +244,24 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 func DefaultRetryToolCall(tool mcp.Tool) bool {
 	a := tool.Annotations
 	return a.ReadOnlyHint != nil && *a.ReadOnlyHint || a.IdempotentHint != nil && *a.IdempotentHint
+}
+
+// WithBearerToken authorizes every request with a token obtained elsewhere:
+// token is called for the first token (rejected is "") and, when the server
+// answers 401, with the token it refused, to get another. It is called once
+// for every request refused with the same token, and the request is then
+// sent again (a 401 means it did not run). Returning the refused token
+// again, or an error, fails the call with ErrAuthorizationRequired. The
+// token is sent only to the endpoint's origin (scheme, host and port), never
+// to another one a redirect points to. Default none.
+func WithBearerToken(token func(ctx context.Context, rejected string) (string, error)) Option {
+	return optionFunc(func(o *options) {
+		if token == nil {
+			o.invalidf("WithBearerToken(nil)")
+			return
+		}
+		o.bearerToken = token
+	})
 }
 
 // WithStateHandler is told of every connectivity transition of the client,
