@@ -77,6 +77,10 @@ type Config struct {
 	NoHandshake bool
 	// NotMCP answers every request with 200 text/html "<html>hello</html>".
 	NotMCP bool
+	// PageSize, if positive, is how many items each page of tools/list,
+	// prompts/list, resources/list and resources/templates/list holds
+	// (server.WithPaginationLimit).
+	PageSize int
 	// RequireToken, if non-empty, answers any request lacking
 	// "Authorization: Bearer <token>" with 401 and WWW-Authenticate: Bearer.
 	RequireToken string
@@ -227,7 +231,7 @@ func listenRetry(addr string) (net.Listener, error) {
 func (s *Server) serve(ln net.Listener, cfg Config) {
 	inst := &instance{srv: s, cfg: cfg, served: make(chan struct{})}
 	inst.subs = newSubscriptions()
-	inst.mcp = newMCPServer(s, cfg.Tools, inst.subs)
+	inst.mcp = newMCPServer(s, cfg, inst.subs)
 	inst.streamable = server.NewStreamableHTTPServer(inst.mcp, streamableOptions(cfg)...)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", inst)
