@@ -54,6 +54,8 @@ type ResilientClient struct {
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
+	parity parity // what mcp-go's *client.Client methods read; see parity.go
+
 	// Lock order, outermost first: the pool's lock (pool.Pool.mu, held
 	// when it calls onMemberState), stateMu, notifier.mu. No user code
 	// (the state handler, the logger's handler) runs under any of them:
@@ -116,7 +118,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{
 		Size:       o.poolSize,
-		Dial:       c.dial,
+		Dial:       c.redial,
 		NewBackOff: o.newBackOff,
 		Release:    (*session).close,
 		OnState:    c.onMemberState,

@@ -29,6 +29,8 @@ type session struct {
 	request    *mcp.InitializeRequest         // the request it was opened with
 	monitor    atomic.Pointer[health.Monitor] // set when the session goes into service; see health()
 	member     int                            // the pool member it serves as
+	serial     uint64                         // the order it went into service in; see redial
+	lost       atomic.Bool                    // OnConnectionLost was told of its loss
 
 	ctx       context.Context // ends at close; the listen stream runs under it
 	cancel    context.CancelFunc
