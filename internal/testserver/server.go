@@ -115,6 +115,7 @@ type Server struct {
 
 	faults   faults
 	counters counters
+	tasks    tasks
 	sessions sessions
 }
 
@@ -129,6 +130,9 @@ type instance struct {
 	subs       *subscriptions
 	inflight   inflight
 	served     chan struct{} // closed when httpSrv.Serve returns
+
+	idsMu sync.Mutex
+	ids   map[string]bool // session ids this generation handed out
 }
 
 // Start listens on 127.0.0.1 on a free port and serves cfg.
