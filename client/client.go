@@ -54,7 +54,8 @@ type ResilientClient struct {
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
-	parity parity // what mcp-go's *client.Client methods read; see parity.go
+	parity  parity    // what mcp-go's *client.Client methods read; see parity.go
+	listens listenSet // what callers of Listen asked for
 
 	// Lock order, outermost first: the pool's lock (pool.Pool.mu, held
 	// when it calls onMemberState), stateMu, notifier.mu. No user code

@@ -32,10 +32,12 @@ type session struct {
 	serial     uint64                         // the order it went into service in; see redial
 	lost       atomic.Bool                    // OnConnectionLost was told of its loss
 
-	ctx       context.Context // ends at close; the listen stream runs under it
-	cancel    context.CancelFunc
-	listenGen atomic.Uint64  // which relisten owns the stream
-	listeners sync.WaitGroup // listen loops
+	ctx        context.Context // ends at close; the listen stream runs under it
+	cancel     context.CancelFunc
+	listenGen  atomic.Uint64      // which relisten owns the stream
+	listenMu   sync.Mutex         // orders relistens
+	listenStop context.CancelFunc // ends the stream of the last relisten
+	listeners  sync.WaitGroup     // listen loops
 }
 
 // health is the session's monitor. It is set before the session goes into
