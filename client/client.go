@@ -54,8 +54,9 @@ type ResilientClient struct {
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
-	parity  parity    // what mcp-go's *client.Client methods read; see parity.go
-	listens listenSet // what callers of Listen asked for
+	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
+	listens             listenSet // what callers of Listen asked for
+	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
 	// Lock order, outermost first: the pool's lock (pool.Pool.mu, held
 	// when it calls onMemberState), stateMu, notifier.mu. No user code
@@ -91,7 +92,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
 
+	var elicitationDefaults bool
+	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+
 	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher()}
+	c.elicitationDefaults = elicitationDefaults
 	base := o.httpClient
 	if base == nil {
 		base, c.ownHTTPClient = tunedHTTPClient(u), true

@@ -248,7 +248,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	if extra != nil {
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
-	mc := mcpclient.NewClient(tr, opts...)
+	mc := mcpclient.NewClient(c.transportFor(tr), opts...)
 	if err := mc.Start(c.lifetime); err != nil {
 		return nil, nil, err
 	}

@@ -31,6 +31,7 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 		m.AddTool(t.Tool, t.Handler)
 	}
 	addPromptsAndTemplates(m)
+	m.AddTool(profileTool())
 	m.AddTool(mcp.NewTool("ask", append(hints(false, false),
 		mcp.WithDescription("Asks the client's model (a server-initiated sampling request) and returns its answer."),
 		mcp.WithString("prompt", mcp.Required()))...),
