@@ -4,6 +4,13 @@
 // the generic mechanisms (reconnect, health and pool) to mcp-go. The failures
 // it handles, by the codes (F1, F2, ...) its comments use, are listed in the
 // module's FAILURES.md.
+//
+// Besides mcp-go's MCPClient interface, ResilientClient has the methods of
+// mcp-go's concrete *client.Client (session identity and capabilities, the
+// iterators, the tasks API, Discover, Listen, OnConnectionLost), with the
+// same signatures and each answering for the client across
+// re-initializations; only Start and GetTransport, which a pool of sessions
+// that open and close on their own has no use for, are left out.
 package client
 
 import (
