@@ -21,6 +21,7 @@ const (
 	Closed                    // Close was called
 )
 
+// String returns the state's name, "Ready" for Ready.
 func (s State) String() string {
 	switch s {
 	case Idle:

@@ -59,8 +59,8 @@ const (
 
 // Config describes the server built by the next Start.
 type Config struct {
-	Era   Era
-	Tools ToolSet
+	Era   Era     // which protocol revisions the server offers
+	Tools ToolSet // which tools it registers
 	// SessionIdleTTL is passed to server.WithSessionIdleTTL; 0 turns it off.
 	SessionIdleTTL time.Duration
 	// DeclineGET answers every HTTP GET with 405 before it reaches mcp-go.
