@@ -209,7 +209,8 @@ func (c *ResilientClient) Close() error {
 		c.stop()
 		// No listing of tools starts once closed is seen under this lock.
 		c.tools.mu.Lock()
-		c.tools.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+		//lint:ignore SA2001 an empty critical section: a barrier
+		c.tools.mu.Unlock()
 		c.pool.Close()
 		c.background.Wait()
 		c.notifications.close()

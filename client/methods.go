@@ -105,6 +105,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
 	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), "", func(ctx context.Context, s *session) error {
+		//lint:ignore SA1019 resources/subscribe is how the session era subscribes; mcp-go turns it into a listen filter in the stateless era
 		if err := s.mc.Subscribe(ctx, req); err != nil {
 			return err
 		}
@@ -118,6 +119,7 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 // Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
 	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), "", func(ctx context.Context, s *session) error {
+		//lint:ignore SA1019 the counterpart of Subscribe, in both eras
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
 			return err
 		}
@@ -191,6 +193,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 // remembered and restored on every new session.
 func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
 	return c.do(ctx, string(mcp.MethodSetLogLevel), "", func(ctx context.Context, s *session) error {
+		//lint:ignore SA1019 SetLevel is part of MCPClient; mcp-go sends it in the session era and records it per request in the stateless era
 		if err := s.mc.SetLevel(ctx, req); err != nil {
 			return err
 		}

@@ -61,6 +61,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	if level != "" {
 		// In the stateless era this only records the level, which every
 		// request then carries.
+		//lint:ignore SA1019 restoring what the caller set with SetLevel, which MCPClient has
 		if err := s.mc.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: level}}); err != nil {
 			return fmt.Errorf("restoring logging level %s: %w", level, err)
 		}
@@ -68,6 +69,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	for _, uri := range subs {
 		// In the stateless era this only adds to the filter of the
 		// subscriptions/listen stream started below.
+		//lint:ignore SA1019 restoring what the caller set with Subscribe, which MCPClient has
 		err := s.mc.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
 		switch {
 		case err == nil:

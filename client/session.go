@@ -143,6 +143,7 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error
 	pctx := ex.context(ctx)
 	var err error
 	if s.sessionEra {
+		//lint:ignore SA1019 ping is the session era's probe; the stateless era is probed with server/discover instead
 		err = s.mc.Ping(pctx)
 	} else {
 		_, err = s.mc.Discover(pctx, mcp.DiscoverRequest{})
@@ -236,6 +237,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	ctx = ex.context(ctx)
 	topts := c.transportOptions
 	if listen {
+		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
 	}
 	streamable, err := transport.NewStreamableHTTP(c.endpoint, topts...)

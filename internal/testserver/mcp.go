@@ -41,6 +41,7 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 			if err != nil {
 				return mcp.NewToolResultError(err.Error()), nil
 			}
+			//lint:ignore SA1019 the ask tool tests the session era's server-initiated sampling
 			res, err := m.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}},
 				MaxTokens: 16,
