@@ -84,3 +84,26 @@ func collect[T any](t *testing.T, seq iter.Seq2[T, error], key func(T) string, b
 	slices.Sort(keys)
 	return keys
 }
+
+// A pool's sessions opened while a listing runs are not re-initializations:
+// the listing goes through without starting over. (Whether the pool is
+// still filling when the second page is asked for is up to the scheduler;
+// the test holds either way.)
+func TestIteratorOverAFillingPool(t *testing.T) {
+	logs := &logRecorder{}
+	r := newRig(t, testserver.Config{Era: testserver.StatelessEra, PageSize: 1}, false,
+		client.WithPoolSize(4), client.WithLogger(logs.logger()))
+	var names []string
+	for tool, err := range r.c.IterTools(r.ctx(), mcp.ListToolsRequest{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	if len(names) != 6 {
+		t.Errorf("IterTools over a pool of 4 yielded %v", names)
+	}
+	if logs.has(slog.LevelInfo, "listing again from the start", "method", "tools/list") {
+		t.Errorf("the listing started over with no session lost:\n%s", logs)
+	}
+}

@@ -119,7 +119,8 @@ func iterate[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMetho
 }
 
 // iterateOnce is one pass of a listing. It reports again if a page came from
-// a session opened after the first page: the listing must start over.
+// a session that replaced a lost one after the first page: the listing must
+// start over. Sessions of a pool that was still filling do not count.
 func iterateOnce[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, start mcp.Cursor,
 	page func(context.Context, *mcpclient.Client, mcp.Cursor) ([]T, mcp.Cursor, error),
 	key func(T) string, yielded map[string]struct{}, yield func(T, error) bool,

@@ -21,7 +21,7 @@ import (
 // the pool holds.
 type parity struct {
 	last    atomic.Pointer[session] // the session that went into service last
-	serials atomic.Uint64           // sessions put into service so far
+	serials atomic.Uint64           // sessions put into service in place of lost ones so far
 }
 
 // redial is the pool's DialFunc: dial, and what the parity methods need of
@@ -36,12 +36,20 @@ func (c *ResilientClient) redial(ctx context.Context, member int, prev *session,
 	if err != nil {
 		return nil, err
 	}
-	if s == prev {
+	switch {
+	case s == prev:
 		// Only the network failed and the session survived: it goes back
 		// into service, and losing it again is another loss.
 		prev.lost.Store(false)
-	} else {
+	case prev != nil || cause != nil:
+		// A session in place of a lost one: the server behind it may have
+		// restarted, and what the old one said (a listing's cursor) may mean
+		// nothing to it.
 		s.serial = c.parity.serials.Add(1)
+	default:
+		// A member's first session, as when a pool fills: the same server
+		// as its siblings'.
+		s.serial = c.parity.serials.Load()
 	}
 	c.parity.last.Store(s)
 	return s, nil
