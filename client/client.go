@@ -33,7 +33,8 @@ import (
 
 // ResilientClient is an MCP client over Streamable HTTP that re-initializes
 // stale sessions, reconnects with backoff, and never repeats a call that is
-// unsafe to repeat. It implements mcp-go's MCPClient.
+// unsafe to repeat. It implements mcp-go's MCPClient, and has the methods of
+// mcp-go's concrete *client.Client but Start and GetTransport.
 //
 // ResilientClient is safe for concurrent use by any number of goroutines.
 type ResilientClient struct {
