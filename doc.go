@@ -22,9 +22,19 @@
 // with
 //
 //	c, err := client.New(url, client.WithKeepAlive(30*time.Second))
-//	_, err = c.Initialize(ctx, initReq)
-//	res, err := c.CallTool(ctx, req)
+//	if err != nil {
+//		return err // a bad URL or option: New does no I/O
+//	}
 //	defer c.Close()
+//	_, err = c.Initialize(ctx, initReq) // optional: the first call initializes
+//	res, err := c.CallTool(ctx, req)
+//
+// ResilientClient also has the methods of mcp-go's concrete *client.Client
+// that MCPClient lacks (GetSessionId, the iterators, the tasks API, Listen,
+// OnConnectionLost, ...), with the same signatures, so code written against
+// the concrete type compiles after the swap; only Start and GetTransport are
+// left out. When an elicitation handler accepts a form and leaves fields
+// out, the client fills them in from the form's defaults (SEP-1034).
 //
 // The mechanisms live in packages of their own that know nothing of MCP or of
 // each other: reconnect (backoff, retry budget), health (idle tracking,

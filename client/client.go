@@ -4,6 +4,13 @@
 // the generic mechanisms (reconnect, health and pool) to mcp-go. The failures
 // it handles, by the codes (F1, F2, ...) its comments use, are listed in the
 // module's FAILURES.md.
+//
+// Besides mcp-go's MCPClient interface, ResilientClient has the methods of
+// mcp-go's concrete *client.Client (session identity and capabilities, the
+// iterators, the tasks API, Discover, Listen, OnConnectionLost), with the
+// same signatures and each answering for the client across
+// re-initializations; only Start and GetTransport, which a pool of sessions
+// that open and close on their own has no use for, are left out.
 package client
 
 import (
@@ -27,7 +34,8 @@ import (
 
 // ResilientClient is an MCP client over Streamable HTTP that re-initializes
 // stale sessions, reconnects with backoff, and never repeats a call that is
-// unsafe to repeat. It implements mcp-go's MCPClient.
+// unsafe to repeat. It implements mcp-go's MCPClient, and has the methods of
+// mcp-go's concrete *client.Client but Start and GetTransport.
 //
 // ResilientClient is safe for concurrent use by any number of goroutines.
 type ResilientClient struct {
@@ -54,6 +62,10 @@ type ResilientClient struct {
 
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
+
+	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
+	listens             listenSet // what callers of Listen asked for
+	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
 	// Lock order, outermost first: the pool's lock (pool.Pool.mu, held
 	// when it calls onMemberState), stateMu, notifier.mu. No user code
@@ -89,7 +101,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
 
+	var elicitationDefaults bool
+	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+
 	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher()}
+	c.elicitationDefaults = elicitationDefaults
 	base := o.httpClient
 	if base == nil {
 		base, c.ownHTTPClient = tunedHTTPClient(u), true
@@ -123,7 +139,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{
 		Size:       o.poolSize,
-		Dial:       c.dial,
+		Dial:       c.redial,
 		NewBackOff: o.newBackOff,
 		Release:    (*session).close,
 		OnState:    c.onMemberState,
@@ -201,7 +217,8 @@ func (c *ResilientClient) Close() error {
 		c.stop()
 		// No listing of tools starts once closed is seen under this lock.
 		c.tools.mu.Lock()
-		c.tools.mu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+		//lint:ignore SA2001 an empty critical section: a barrier
+		c.tools.mu.Unlock()
 		c.pool.Close()
 		c.background.Wait()
 		c.notifications.close()

@@ -28,11 +28,11 @@ func TestSharedDeadlines(t *testing.T) {
 		if b == a {
 			t.Fatal("a call 11s later shares a deadline that is less than the timeout away")
 		}
-		if bd, _ := b.Deadline(); bd.Sub(time.Now()) < 160*time.Second {
-			t.Fatalf("new deadline only %v away", bd.Sub(time.Now()))
+		if bd, _ := b.Deadline(); time.Until(bd) < 160*time.Second {
+			t.Fatalf("new deadline only %v away", time.Until(bd))
 		}
 
-		time.Sleep(deadline.Sub(time.Now()))
+		time.Sleep(time.Until(deadline))
 		synctest.Wait()
 		if !errors.Is(a.Err(), context.DeadlineExceeded) {
 			t.Fatalf("at its deadline the shared context says %v", a.Err())

@@ -57,7 +57,12 @@ var (
 // and wraps the server's answer. Reason is one of a documented set:
 // "no_token" (the server asked for authorization and the client has none to
 // give), and those of the authorization flow.
+//
+// Like every error the client returns, it is immutable and safe to share
+// between goroutines.
 type AuthorizationRequiredError struct {
+	// Reason says why no authorization could be had: "no_token" when the
+	// server asked for authorization and the client was given none.
 	Reason string
 	cause  error
 }
@@ -66,6 +71,8 @@ func authorizationRequired(reason string, cause error) error {
 	return &AuthorizationRequiredError{Reason: reason, cause: cause}
 }
 
+// Error says that authorization is required, why, and what the server
+// answered.
 func (e *AuthorizationRequiredError) Error() string {
 	msg := "resilientmcp: authorization required (" + e.Reason + ")"
 	if e.cause != nil {
@@ -74,8 +81,11 @@ func (e *AuthorizationRequiredError) Error() string {
 	return msg
 }
 
+// Is makes errors.Is(err, ErrAuthorizationRequired) true.
 func (e *AuthorizationRequiredError) Is(target error) bool { return target == ErrAuthorizationRequired }
-func (e *AuthorizationRequiredError) Unwrap() error        { return e.cause }
+
+// Unwrap returns the server's answer, mcp-go's error.
+func (e *AuthorizationRequiredError) Unwrap() error { return e.cause }
 
 // callError is a failed call's error when the server did not answer it:
 // ErrOutcomeUnknown or ErrUnavailable (or ErrClosed), why, after how many

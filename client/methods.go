@@ -55,30 +55,44 @@ func (c *ResilientClient) Ping(ctx context.Context) error {
 	})
 }
 
+// ListResourcesByPage lists one page of the server's resources, from req's
+// cursor. Safe to repeat, so it is sent again after any failure a retry can
+// fix.
 func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResourcesByPage(ctx, req)
 	})
 }
 
+// ListResources lists every resource, following the pages from req's cursor
+// as one call: a failure a retry can fix lists them again from the first
+// page.
 func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResources(ctx, req)
 	})
 }
 
+// ListResourceTemplatesByPage lists one page of the server's resource
+// templates, from req's cursor. Safe to repeat.
 func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplatesByPage(ctx, req)
 	})
 }
 
+// ListResourceTemplates lists every resource template, following the pages
+// as one call, as ListResources does.
 func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplates(ctx, req)
 	})
 }
 
+// ReadResource reads a resource's contents. Reading has no effect on the
+// server, so it is sent again after any failure a retry can fix; input the
+// server asks for midway (2026-07-28's multi round-trip requests) is given
+// by the handlers of WithClientOptions, as with mcp-go.
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	return call(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
@@ -91,6 +105,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
 	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), "", func(ctx context.Context, s *session) error {
+		//lint:ignore SA1019 resources/subscribe is how the session era subscribes; mcp-go turns it into a listen filter in the stateless era
 		if err := s.mc.Subscribe(ctx, req); err != nil {
 			return err
 		}
@@ -104,6 +119,7 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 // Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
 	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), "", func(ctx context.Context, s *session) error {
+		//lint:ignore SA1019 the counterpart of Subscribe, in both eras
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
 			return err
 		}
@@ -113,18 +129,24 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 	})
 }
 
+// ListPromptsByPage lists one page of the server's prompts, from req's
+// cursor. Safe to repeat.
 func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPromptsByPage(ctx, req)
 	})
 }
 
+// ListPrompts lists every prompt, following the pages as one call, as
+// ListResources does.
 func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPrompts(ctx, req)
 	})
 }
 
+// GetPrompt renders a prompt with req's arguments. Safe to repeat, as
+// ReadResource is.
 func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	return call(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
 		return mc.GetPrompt(ctx, req)
@@ -171,6 +193,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 // remembered and restored on every new session.
 func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
 	return c.do(ctx, string(mcp.MethodSetLogLevel), "", func(ctx context.Context, s *session) error {
+		//lint:ignore SA1019 SetLevel is part of MCPClient; mcp-go sends it in the session era and records it per request in the stateless era
 		if err := s.mc.SetLevel(ctx, req); err != nil {
 			return err
 		}
@@ -179,6 +202,8 @@ func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest)
 	})
 }
 
+// Complete asks the server for completions of a prompt's or a resource
+// template's argument (completion/complete). Safe to repeat.
 func (c *ResilientClient) Complete(ctx context.Context, req mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	return call(ctx, c, mcp.MethodCompletionComplete, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.CompleteResult, error) {
 		return mc.Complete(ctx, req)

@@ -21,7 +21,9 @@ import (
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
 
-// An Option configures a ResilientClient. Options are applied in order by New.
+// An Option configures a ResilientClient. Options are applied in order by
+// New. An Option is an immutable value: one may be given to any number of
+// New calls, from any goroutine.
 type Option interface{ apply(*options) }
 
 type optionFunc func(*options)
@@ -219,7 +221,10 @@ func WithClientInfo(info mcp.Implementation) Option {
 // elicitation handlers, protocol version) to every session of every
 // generation. Default none. In the session era the server sends its own
 // requests (sampling, roots, elicitation) on the GET event stream, so with
-// these options sessions keep that stream open.
+// these options sessions keep that stream open. When the elicitation
+// handler accepts a form and leaves fields out, the client fills them in
+// from the form's defaults before answering, and declares that it does
+// (SEP-1034, elicitation.form.applyDefaults).
 func WithClientOptions(opts ...mcpclient.ClientOption) Option {
 	return optionFunc(func(o *options) { o.clientOptions = append(o.clientOptions, opts...) })
 }

@@ -61,6 +61,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	if level != "" {
 		// In the stateless era this only records the level, which every
 		// request then carries.
+		//lint:ignore SA1019 restoring what the caller set with SetLevel, which MCPClient has
 		if err := s.mc.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: level}}); err != nil {
 			return fmt.Errorf("restoring logging level %s: %w", level, err)
 		}
@@ -68,6 +69,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	for _, uri := range subs {
 		// In the stateless era this only adds to the filter of the
 		// subscriptions/listen stream started below.
+		//lint:ignore SA1019 restoring what the caller set with Subscribe, which MCPClient has
 		err := s.mc.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
 		switch {
 		case err == nil:
@@ -87,29 +89,40 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	return nil
 }
 
-// subscriptionFilter is what a stateless-era session listens for.
+// subscriptionFilter is what a stateless-era session listens for: the
+// resources subscribed to, the list changes handlers may want, and what
+// callers of Listen asked for.
 func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 	subs, _ := c.memory.snapshot()
 	listening := c.notifications.hasHandlers()
-	return mcp.SubscriptionFilter{
+	return c.listens.union(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,
 		PromptsListChanged:    listening,
 		ResourcesListChanged:  listening,
 		ResourceSubscriptions: subs,
-	}
+	})
 }
 
 // relisten (re)starts the subscriptions/listen stream of a stateless-era
 // session with the current filter. The stateless era has no GET stream:
-// notifications arrive on this stream only, and only those asked for. mcp-go
-// ends the stream a newer Listen supersedes; one the server ends (a restart)
-// is opened again after a pause.
+// notifications arrive on this stream only, and only those asked for. The
+// stream of the previous filter is ended, also when the new one is empty;
+// one the server ends (a restart) is opened again after a pause.
 func (c *ResilientClient) relisten(s *session) {
 	if s.sessionEra {
 		return
 	}
+	// Under the lock, so that the last filter computed is the one that
+	// listens, however relistens interleave.
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	if s.listenStop != nil {
+		s.listenStop()
+	}
 	filter := c.subscriptionFilter()
 	gen := s.listenGen.Add(1)
+	ctx, stop := context.WithCancel(s.ctx)
+	s.listenStop = stop
 	if filter.IsEmpty() {
 		return
 	}
@@ -118,13 +131,13 @@ func (c *ResilientClient) relisten(s *session) {
 		defer s.listeners.Done()
 		pauses := c.opts.newBackOff()
 		for {
-			err := s.mc.Listen(s.ctx, filter)
-			if s.ctx.Err() != nil || s.listenGen.Load() != gen {
+			err := s.mc.Listen(ctx, filter)
+			if ctx.Err() != nil || s.listenGen.Load() != gen {
 				return
 			}
 			pause := pauses.NextBackOff()
 			c.log.Info("subscriptions/listen stream ended; listening again", "err", err, "pause", pause)
-			if wait.Sleep(s.ctx, pause, nil) != wait.Elapsed {
+			if wait.Sleep(ctx, pause, nil) != wait.Elapsed {
 				return
 			}
 		}

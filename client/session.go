@@ -29,11 +29,15 @@ type session struct {
 	request    *mcp.InitializeRequest         // the request it was opened with
 	monitor    atomic.Pointer[health.Monitor] // set when the session goes into service; see health()
 	member     int                            // the pool member it serves as
+	serial     uint64                         // the order it went into service in; see redial
+	lost       atomic.Bool                    // OnConnectionLost was told of its loss
 
-	ctx       context.Context // ends at close; the listen stream runs under it
-	cancel    context.CancelFunc
-	listenGen atomic.Uint64  // which relisten owns the stream
-	listeners sync.WaitGroup // listen loops
+	ctx        context.Context // ends at close; the listen stream runs under it
+	cancel     context.CancelFunc
+	listenGen  atomic.Uint64      // which relisten owns the stream
+	listenMu   sync.Mutex         // orders relistens
+	listenStop context.CancelFunc // ends the stream of the last relisten
+	listeners  sync.WaitGroup     // listen loops
 }
 
 // health is the session's monitor. It is set before the session goes into
@@ -139,6 +143,7 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error
 	pctx := ex.context(ctx)
 	var err error
 	if s.sessionEra {
+		//lint:ignore SA1019 ping is the session era's probe; the stateless era is probed with server/discover instead
 		err = s.mc.Ping(pctx)
 	} else {
 		_, err = s.mc.Discover(pctx, mcp.DiscoverRequest{})
@@ -232,6 +237,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	ctx = ex.context(ctx)
 	topts := c.transportOptions
 	if listen {
+		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
 	}
 	streamable, err := transport.NewStreamableHTTP(c.endpoint, topts...)
@@ -244,7 +250,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	if extra != nil {
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
-	mc := mcpclient.NewClient(tr, opts...)
+	mc := mcpclient.NewClient(c.transportFor(tr), opts...)
 	if err := mc.Start(c.lifetime); err != nil {
 		return nil, nil, err
 	}

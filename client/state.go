@@ -21,6 +21,7 @@ const (
 	Closed                    // Close was called
 )
 
+// String returns the state's name, "Ready" for Ready.
 func (s State) String() string {
 	switch s {
 	case Idle:
@@ -76,20 +77,52 @@ func rank(s State) int {
 // transitions to deliver, so that the handler may call the client, and
 // neither it nor a slow log handler runs under the client's locks or stalls
 // a reconnect.
+//
+// It also delivers the losses OnConnectionLost handlers are told of, in the
+// same order: a loss comes after the transition away from Ready that it
+// caused and before the one back.
 type stateNotifier struct {
 	handler func(from, to State) // may be nil
 	log     *slog.Logger
 
 	mu      sync.Mutex // innermost of the client's locks
-	queue   [][2]State
+	lost    []func(error)
+	queue   []stateEvent
 	running bool
 	done    chan struct{} // closed when the running goroutine exits
 }
 
+// stateEvent is a transition, or a lost session when lost is set.
+type stateEvent struct {
+	from, to State
+	lost     error
+}
+
 func (n *stateNotifier) notify(from, to State) {
+	n.push(stateEvent{from: from, to: to})
+}
+
+// notifyLost tells the OnConnectionLost handlers, if any, that a session
+// was lost because of cause.
+func (n *stateNotifier) notifyLost(cause error) {
+	n.mu.Lock()
+	none := len(n.lost) == 0
+	n.mu.Unlock()
+	if !none {
+		n.push(stateEvent{lost: cause})
+	}
+}
+
+func (n *stateNotifier) onLost(h func(error)) {
+	n.mu.Lock()
+	n.lost = append(n.lost, h)
+	n.mu.Unlock()
+}
+
+func (n *stateNotifier) push(e stateEvent) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.queue = append(n.queue, [2]State{from, to})
+	n.queue = append(n.queue, e)
 	if !n.running {
 		n.running = true
 		n.done = make(chan struct{})
@@ -106,12 +139,19 @@ func (n *stateNotifier) drain(done chan struct{}) {
 			n.mu.Unlock()
 			return
 		}
-		t := n.queue[0]
+		e := n.queue[0]
 		n.queue = n.queue[1:]
+		lost := n.lost
 		n.mu.Unlock()
-		n.log.Debug("state", "from", t[0], "to", t[1])
+		if e.lost != nil {
+			for _, h := range lost {
+				h(e.lost)
+			}
+			continue
+		}
+		n.log.Debug("state", "from", e.from, "to", e.to)
 		if n.handler != nil {
-			n.handler(t[0], t[1])
+			n.handler(e.from, e.to)
 		}
 	}
 }

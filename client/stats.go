@@ -5,7 +5,8 @@ import (
 	"sync/atomic"
 )
 
-// Stats are counters since New, for dashboards and tests.
+// Stats are counters since New, for dashboards and tests: a snapshot, a
+// plain value, taken by ResilientClient.Stats.
 type Stats struct {
 	Calls             uint64 // calls made
 	Retries           uint64 // attempts beyond a call's first
@@ -25,7 +26,7 @@ type Stats struct {
 	// work of the authorization flow; AuthorizationRequired counts calls
 	// that returned ErrAuthorizationRequired.
 	TokenRefreshes, TokenRefreshFailures, Authorizations uint64
-	AuthorizationRequired                                uint64
+	AuthorizationRequired                                uint64 // calls that returned ErrAuthorizationRequired
 
 	// DroppedNotifications counts notifications dropped because the
 	// handlers were more than 1024 behind.

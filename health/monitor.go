@@ -28,7 +28,8 @@ func DefaultTimeout(interval time.Duration) time.Duration {
 	return min(interval/2, 10*time.Second)
 }
 
-// Config is the behaviour of a Monitor. Probe is required.
+// Config is the behaviour of a Monitor. Probe is required. Start copies it:
+// changing it afterwards changes nothing.
 type Config struct {
 	// Interval: a member not heard from for this long is probed in the
 	// background. 0 turns the background prober off; Check still works.

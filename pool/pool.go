@@ -28,12 +28,15 @@ import (
 var ErrClosed = errors.New("pool: closed")
 
 // WaitError is returned by Acquire when ctx ends before a member is ready.
-// It wraps the context's error and the last dial error.
+// It wraps the context's error and the last dial error. It is immutable and
+// safe to share between goroutines.
 type WaitError struct {
-	Ctx  error
+	Ctx  error // the context's error: context.DeadlineExceeded or context.Canceled
 	Last error // nil if no dial had failed
 }
 
+// Error says that no member was ready before the context ended, and the
+// last dial's error if one failed.
 func (e *WaitError) Error() string {
 	if e.Last == nil {
 		return fmt.Sprintf("waiting for a connection: %v", e.Ctx)
@@ -41,6 +44,8 @@ func (e *WaitError) Error() string {
 	return fmt.Sprintf("waiting for a connection: %v (last attempt: %v)", e.Ctx, e.Last)
 }
 
+// Unwrap returns the context's error and the last dial error, so that
+// errors.Is matches either.
 func (e *WaitError) Unwrap() []error {
 	if e.Last == nil {
 		return []error{e.Ctx}
@@ -53,9 +58,15 @@ func (e *WaitError) Unwrap() []error {
 // first dial). It may return prev to put it back in service.
 type DialFunc[T comparable] func(ctx context.Context, member int, prev T, cause error) (T, error)
 
-// Config is the behaviour of a Pool. Size and Dial are required.
+// Config is the behaviour of a Pool. Size and Dial are required. Its
+// functions are called from the Pool's goroutines, several at once with
+// more than one member, so they must be safe for concurrent use.
 type Config[T comparable] struct {
+	// Size is the number of members; at least 1.
 	Size int
+	// Dial makes a member's next value. It is called by the member's dial
+	// loop only, one call at a time per member, never with the Pool's lock
+	// held.
 	Dial DialFunc[T]
 	// NewBackOff is the schedule of one member's dial loop; each loop gets
 	// a fresh one. Required.
@@ -124,7 +135,8 @@ func New[T comparable](cfg Config[T]) *Pool[T] {
 	return p
 }
 
-// Lease is one caller's use of a member. Release it when done.
+// Lease is one caller's use of a member. Release it when done. Its methods
+// are safe for concurrent use, though a lease is usually one goroutine's.
 type Lease[T comparable] struct {
 	pool     *Pool[T]
 	member   *member[T]

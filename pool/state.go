@@ -14,6 +14,7 @@ const (
 	Closed                    // Close was called
 )
 
+// String returns the state's name, "Ready" for Ready.
 func (s State) String() string {
 	switch s {
 	case Idle:
@@ -30,7 +31,7 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// Stats are the Pool's counters since New.
+// Stats are the Pool's counters since New: a snapshot, a plain value.
 type Stats struct {
 	Acquires   uint64 // leases handed out
 	Discards   uint64 // generations taken out of service

@@ -99,6 +99,7 @@ type message struct {
 	} `json:"params"`
 }
 
+// ServeHTTP answers one request the hostile way the Server was made with.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.headers = append(s.headers, r.Header.Clone())

@@ -86,6 +86,7 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inst.backend(w, r)
 	if slices.Contains(msg.methods, "initialize") {
 		s.sessions.record(w.Header().Get("Mcp-Session-Id"))
+		inst.recordOpened(w.Header().Get("Mcp-Session-Id"))
 	}
 }
 
@@ -106,6 +107,9 @@ func (inst *instance) backend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if inst.cfg.NoHandshake && r.Method == http.MethodPost && inst.refuseInitialize(w, r) {
+		return
+	}
+	if r.Method == http.MethodPost && inst.serveTask(w, r) {
 		return
 	}
 	inst.streamable.ServeHTTP(w, r)

@@ -15,16 +15,23 @@ import (
 const CounterURI = "test://counter"
 
 // newMCPServer builds a fresh mcp-go server whose handlers count into s.
-func newMCPServer(s *Server, set ToolSet, subs *subscriptions) *server.MCPServer {
-	m := server.NewMCPServer("resilientmcp-testserver", "1.0.0",
+func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer {
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
 		server.WithLogging(),
 		server.WithHooks(subs.hooks()),
-	)
-	for _, t := range tools(s, set) {
+	}
+	if cfg.PageSize > 0 {
+		opts = append(opts, server.WithPaginationLimit(cfg.PageSize))
+	}
+	m := server.NewMCPServer("resilientmcp-testserver", "1.0.0", opts...)
+	for _, t := range tools(s, cfg.Tools) {
 		m.AddTool(t.Tool, t.Handler)
 	}
+	addPromptsAndTemplates(m)
+	m.AddTool(profileTool())
 	m.AddTool(mcp.NewTool("ask", append(hints(false, false),
 		mcp.WithDescription("Asks the client's model (a server-initiated sampling request) and returns its answer."),
 		mcp.WithString("prompt", mcp.Required()))...),
@@ -34,6 +41,7 @@ func newMCPServer(s *Server, set ToolSet, subs *subscriptions) *server.MCPServer
 			if err != nil {
 				return mcp.NewToolResultError(err.Error()), nil
 			}
+			//lint:ignore SA1019 the ask tool tests the session era's server-initiated sampling
 			res, err := m.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(prompt)}},
 				MaxTokens: 16,

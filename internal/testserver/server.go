@@ -60,8 +60,8 @@ const (
 
 // Config describes the server built by the next Start.
 type Config struct {
-	Era   Era
-	Tools ToolSet
+	Era   Era     // which protocol revisions the server offers
+	Tools ToolSet // which tools it registers
 	// SessionIdleTTL is passed to server.WithSessionIdleTTL; 0 turns it off.
 	SessionIdleTTL time.Duration
 	// DeclineGET answers every HTTP GET with 405 before it reaches mcp-go.
@@ -78,6 +78,10 @@ type Config struct {
 	NoHandshake bool
 	// NotMCP answers every request with 200 text/html "<html>hello</html>".
 	NotMCP bool
+	// PageSize, if positive, is how many items each page of tools/list,
+	// prompts/list, resources/list and resources/templates/list holds
+	// (server.WithPaginationLimit).
+	PageSize int
 	// RequireToken, if non-empty, answers any request lacking
 	// "Authorization: Bearer <token>" with 401 and WWW-Authenticate: Bearer.
 	RequireToken string
@@ -112,6 +116,7 @@ type Server struct {
 
 	faults   faults
 	counters counters
+	tasks    tasks
 	sessions sessions
 	// token, when set, replaces Config.RequireToken at once: every token
 	// but this one is refused from now on (SetToken).
@@ -147,6 +152,9 @@ type instance struct {
 	subs       *subscriptions
 	inflight   inflight
 	served     chan struct{} // closed when httpSrv.Serve returns
+
+	idsMu sync.Mutex
+	ids   map[string]bool // session ids this generation handed out
 }
 
 // Start listens on 127.0.0.1 on a free port and serves cfg.
@@ -249,7 +257,7 @@ func listenRetry(addr string) (net.Listener, error) {
 func (s *Server) serve(ln net.Listener, cfg Config) {
 	inst := &instance{srv: s, cfg: cfg, served: make(chan struct{})}
 	inst.subs = newSubscriptions()
-	inst.mcp = newMCPServer(s, cfg.Tools, inst.subs)
+	inst.mcp = newMCPServer(s, cfg, inst.subs)
 	inst.streamable = server.NewStreamableHTTPServer(inst.mcp, streamableOptions(cfg)...)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", inst)

@@ -40,7 +40,7 @@ func testCtx(t *testing.T) context.Context {
 // before the server (cleanups run last-in first-out).
 func newClient(t *testing.T, url string, opts ...transport.StreamableHTTPCOption) *client.Client {
 	t.Helper()
-	opts = append(opts, transport.WithLogger(slog.New(slog.DiscardHandler)))
+	opts = append(opts, transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	c, err := client.NewStreamableHttpClient(url, opts...)
 	if err != nil {
 		t.Fatalf("NewStreamableHttpClient: %v", err)
@@ -346,6 +346,7 @@ func TestToolAnnotations(t *testing.T) {
 	}
 	check(map[string]hints{
 		"echo": {true, true}, "add": {false, true}, "increment": {false, false}, "slow": {false, false}, "ask": {false, false},
+		"profile": {false, false},
 	})
 	s.Reconfigure(Config{Era: SessionEra, Tools: ToolsChanged})
 	if err := s.Restart(); err != nil {
@@ -353,7 +354,7 @@ func TestToolAnnotations(t *testing.T) {
 	}
 	check(map[string]hints{
 		"echo": {true, true}, "add": {false, false}, "increment": {true, false}, "slow": {false, false},
-		"multiply": {true, true}, "ask": {false, false},
+		"multiply": {true, true}, "ask": {false, false}, "profile": {false, false},
 	})
 	c := connect(t, s.URL())
 	mustCall(t, c, "multiply", map[string]any{"a": 3, "b": 2.5}, "7.5")
@@ -385,6 +386,7 @@ func TestFailPOSTsBeforeRun(t *testing.T) {
 			c := connect(t, s.URL())
 			s.FailPOSTs(2, status, "1", false, "tools/call")
 			// A ping is not a tools/call, so it is neither failed nor counted.
+			//lint:ignore SA1019 the session era's ping is what is tested
 			if err := c.Ping(testCtx(t)); err != nil {
 				t.Fatalf("Ping: %v", err)
 			}
@@ -421,6 +423,7 @@ func TestDeclineGET(t *testing.T) {
 		t.Fatalf("HTTPRequests(GET) = %d", s.HTTPRequests("GET"))
 	}
 	// A continuously listening client still works over POST.
+	//lint:ignore SA1019 the session era's GET stream is what is tested
 	c := connect(t, s.URL(), transport.WithContinuousListening())
 	mustCall(t, c, "echo", map[string]any{"text": "ok"}, "ok")
 }
@@ -564,9 +567,11 @@ func TestStopCancelsInFlight(t *testing.T) {
 func TestUpdateResource(t *testing.T) {
 	t.Run("SessionEra", func(t *testing.T) {
 		s := startServer(t, Config{Era: SessionEra})
+		//lint:ignore SA1019 the session era's GET stream is what is tested
 		c := connect(t, s.URL(), transport.WithContinuousListening())
 		got := make(chan mcp.JSONRPCNotification, 16)
 		c.OnNotification(func(n mcp.JSONRPCNotification) { got <- n })
+		//lint:ignore SA1019 the session era's resources/subscribe is what is tested
 		if err := c.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: CounterURI}}); err != nil {
 			t.Fatalf("Subscribe: %v", err)
 		}
@@ -644,9 +649,11 @@ func TestStallSessionHoldsOnlyThatSession(t *testing.T) {
 	srv.StallSession(ids[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
+	//lint:ignore SA1019 the session era's ping is what is tested
 	if err := stuck.Ping(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("ping on the stalled session = %v, want the deadline", err)
 	}
+	//lint:ignore SA1019 the session era's ping is what is tested
 	if err := ok.Ping(context.Background()); err != nil {
 		t.Errorf("ping on the other session = %v", err)
 	}

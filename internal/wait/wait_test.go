@@ -22,9 +22,11 @@ func TestSleep(t *testing.T) {
 		stop := make(chan struct{})
 		time.AfterFunc(50*time.Millisecond, func() { close(stop) })
 		start = time.Now()
+		//lint:ignore SA1012 Sleep documents a nil ctx, which is what is tested
 		if r := Sleep(nil, time.Second, stop); r != Stopped || time.Since(start) != 50*time.Millisecond {
 			t.Errorf("stopped sleep = %v after %v", r, time.Since(start))
 		}
+		//lint:ignore SA1012 Sleep documents a nil ctx, which is what is tested
 		if r := Sleep(nil, 0, nil); r != Elapsed {
 			t.Errorf("zero sleep = %v", r)
 		}

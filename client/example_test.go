@@ -1,0 +1,264 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// exampleServer starts an MCP server on 127.0.0.1 for the examples (a real
+// mcp-go server that can be stopped and restarted on the same address) and
+// returns it and a way to stop it for good.
+func exampleServer(era testserver.Era) (*testserver.Server, func()) {
+	srv, err := testserver.Start(testserver.Config{Era: era})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return srv, srv.Close
+}
+
+// Replacing mcp-go's streamable HTTP client: New does no I/O, Close is
+// deferred at once, and Initialize is optional (the first call initializes).
+// The server restarts between the calls; the client opens a new session
+// and the second call succeeds.
+func Example() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+
+	c, err := client.New(srv.URL(), client.WithKeepAlive(30*time.Second))
+	if err != nil {
+		log.Fatal(err) // a bad URL or option
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	echo := func(text string) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "echo"
+		req.Params.Arguments = map[string]any{"text": text}
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Content[0].(mcp.TextContent).Text)
+	}
+	echo("before the restart")
+	if err := srv.Restart(); err != nil { // the server forgets every session
+		log.Fatal(err)
+	}
+	echo("after the restart")
+	fmt.Println("re-initializations:", c.Stats().Reinitializations)
+	// Output:
+	// before the restart
+	// after the restart
+	// re-initializations: 1
+}
+
+// Keepalive probes a session idle for the interval in the background, and
+// a session not heard from within it before a call is sent on it, so that
+// a connection a load balancer dropped in the night is replaced before the
+// morning's first call meets it.
+func ExampleWithKeepAlive() {
+	srv, stop := exampleServer(testserver.StatelessEra)
+	defer stop()
+
+	c, err := client.New(srv.URL(),
+		client.WithKeepAlive(20*time.Second),       // below the idle timeouts of common load balancers
+		client.WithKeepAliveTimeout(5*time.Second), // how long one probe may take
+		client.WithKeepAliveFailureThreshold(2),    // two failed probes in a row replace the session
+		client.WithStateHandler(func(from, to client.State) { fmt.Println(from, "->", to) }),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("state:", c.State())
+	// Output:
+	// Idle -> Connecting
+	// Connecting -> Ready
+	// state: Ready
+	// Ready -> Closed
+}
+
+// Every error answers one question: may the request have run on the
+// server? Branch with errors.Is. Here the server is down until the call's
+// deadline: the call did not run, and trying again later is safe.
+func Example_errors() {
+	srv, stop := exampleServer(testserver.StatelessEra)
+	defer stop()
+	c, err := client.New(srv.URL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	srv.Stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "increment"
+	_, err = c.CallTool(ctx, req)
+	switch {
+	case err == nil:
+		fmt.Println("it ran")
+	case errors.Is(err, client.ErrUnavailable):
+		fmt.Println("it did not run; safe to try again")
+	case errors.Is(err, client.ErrOutcomeUnknown):
+		fmt.Println("it may have run; check before trying again")
+	case errors.Is(err, client.ErrAuthorizationRequired):
+		fmt.Println("the server wants authorization")
+	case errors.Is(err, client.ErrClosed):
+		fmt.Println("the client was closed")
+	default:
+		fmt.Println("the server answered with an error of its own:", err)
+	}
+	fmt.Println("and the deadline passed:", errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// it did not run; safe to try again
+	// and the deadline passed: true
+}
+
+// A pool of sessions shared by many goroutines: each call goes to the
+// healthy session with the fewest calls in flight. Keep the default of one
+// session for servers that keep state per session.
+func ExampleWithPoolSize() {
+	srv, stop := exampleServer(testserver.StatelessEra)
+	defer stop()
+	c, err := client.New(srv.URL(), client.WithPoolSize(4))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sum := 0.0
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "add"
+			req.Params.Arguments = map[string]any{"a": i, "b": 1}
+			res, err := c.CallTool(context.Background(), req)
+			if err != nil {
+				log.Fatal(err)
+			}
+			var n float64
+			fmt.Sscan(res.Content[0].(mcp.TextContent).Text, &n)
+			mu.Lock()
+			sum += n
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Println("sum:", sum)
+	// Output:
+	// sum: 136
+}
+
+// Iterating over the tools fetches pages as the loop goes; a listing that
+// meets a restart of the server starts over rather than mixing the two
+// servers' pages, and yields each tool once.
+func ExampleResilientClient_IterTools() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+	c, err := client.New(srv.URL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for tool, err := range c.IterTools(context.Background(), mcp.ListToolsRequest{}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(tool.Name, "read-only:", *tool.Annotations.ReadOnlyHint)
+	}
+	// Unordered output:
+	// add read-only: false
+	// ask read-only: false
+	// echo read-only: true
+	// increment read-only: false
+	// profile read-only: false
+	// slow read-only: false
+}
+
+// OnConnectionLost is told of each lost session, with the cause, before
+// the client has recovered: here the server restarts and forgets the
+// session, and the next call finds that out.
+func ExampleResilientClient_OnConnectionLost() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+	c, err := client.New(srv.URL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	lost := make(chan error, 1)
+	c.OnConnectionLost(func(cause error) { lost <- cause })
+
+	if err := c.Ping(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	first := c.GetSessionId()
+	if err := srv.Restart(); err != nil {
+		log.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	<-lost
+	fmt.Println("session lost; new session id:", c.GetSessionId() != first)
+	// Output:
+	// session lost; new session id: true
+}
+
+// An elicitation handler is given to mcp-go as usual. When it accepts a
+// form and leaves fields out, the client fills them in from the form's
+// defaults before answering the server (SEP-1034).
+func ExampleWithClientOptions_elicitation() {
+	srv, stop := exampleServer(testserver.StatelessEra)
+	defer stop()
+	c, err := client.New(srv.URL(), client.WithClientOptions(
+		mcpclient.WithElicitationHandler(acceptName("Ann")),
+	))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "profile" // asks for a name, age, score, status and verified
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(mcp.TextContent).Text)
+	// Output:
+	// {"age":30,"name":"Ann","score":95.5,"status":"active","verified":true}
+}
+
+// acceptName is a user who types a name and leaves the rest as shown.
+type acceptName string
+
+func (n acceptName) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action:  mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"name": string(n)},
+	}}, nil
+}
