@@ -20,6 +20,7 @@ type Error struct {
 	Err    error // why, if the source said (its tokens are not in it)
 }
 
+// Error says why, never with a token.
 func (e *Error) Error() string {
 	if e.Err == nil {
 		return "auth: " + e.Reason
@@ -27,6 +28,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("auth: %s: %v", e.Reason, e.Err)
 }
 
+// Unwrap is the source's own error, if it gave one.
 func (e *Error) Unwrap() error { return e.Err }
 
 // FetchFunc returns a token. rejected is "" for the first token, else the

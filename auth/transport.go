@@ -19,6 +19,9 @@ type Transport struct {
 	Origin *url.URL
 }
 
+// RoundTrip sends req with the token if it is for Origin, and once more
+// with a replacement if the server answers 401. It fails with an *Error
+// when no token, or no replacement, can be had.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !SameOrigin(req.URL, t.Origin) {
 		return t.Base.RoundTrip(req)
