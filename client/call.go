@@ -68,7 +68,8 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			s.health().Touch()
 			return nil
 		}
-		v := classify(err, s.sessionEra, ex, ctx.Err() != nil)
+		r.ctxErr = ctx.Err()
+		v := classify(err, s.sessionEra, ex, r.ctxErr != nil)
 		if v.cause != nil {
 			err = v.cause
 		}

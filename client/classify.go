@@ -263,6 +263,7 @@ type retries struct {
 	renegotiated      bool
 	mayHaveRun        bool            // some attempt may have run on the server
 	revalidate        bool            // probe the session before the next send
+	ctxErr            error           // the caller's context's error, once it ended
 	staleRetried      bool            // the one free retry after a stale pooled connection is spent
 	pauses            backoff.BackOff // made on the first retry that must wait
 }
@@ -286,14 +287,20 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 	r.mayHaveRun = r.mayHaveRun || v.mayHaveRun()
 	switch v.class {
 	case classCaller:
+		// The caller's context's own error goes in the chain: what mcp-go
+		// returns when a context ends is not always built on it (a stream
+		// cut at the deadline reads as "unexpected nil response").
 		why := "cancelled"
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(r.ctxErr, context.DeadlineExceeded) {
 			why = "no answer before the deadline"
 			if !r.mayHaveRun {
 				why = "the deadline passed before the request was sent"
 			}
 		}
-		return action{err: r.fail(why, err)}
+		if r.ctxErr == nil {
+			return action{err: r.fail(why, err)}
+		}
+		return action{err: r.fail(why, err, r.ctxErr)}
 
 	case classServer:
 		return action{err: err}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,5 +154,17 @@ func TestUntracedTransportProvesNothing(t *testing.T) {
 	}
 	if v := classify(wire(os.ErrDeadlineExceeded), true, &exchange{}, true); v.mayHaveRun() {
 		t.Errorf("deadline before the request reached the transport: %+v; want not run", v)
+	}
+}
+
+// F25 when mcp-go's error is not built on the context's (a stream cut at
+// the deadline reads as "unexpected nil response"): the caller still gets
+// context.DeadlineExceeded, with ErrOutcomeUnknown since it was sent.
+func TestDeadlineIsInTheChainWhateverMCPGoSays(t *testing.T) {
+	r := retries{method: "tools/call", max: 3, ctxErr: context.DeadlineExceeded}
+	v := verdict{class: classCaller, sent: true}
+	err := r.after(v, transport.NewError(errors.New("unexpected nil response")), func() bool { return false }, time.Time{}).err
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrUnavailable) {
+		t.Errorf("err = %v; want ErrOutcomeUnknown and context.DeadlineExceeded", err)
 	}
 }
