@@ -160,7 +160,9 @@ func (c *ResilientClient) refreshTools(ctx context.Context, s *session) {
 	c.tools.tools, c.tools.fresh = fresh, gen
 	c.tools.mu.Unlock()
 	if changed {
-		c.log.Info("the server's tools changed across the reconnect", "tools", len(fresh))
+		// len(res.Tools), not len(fresh): fresh is the cache now, which a
+		// page listed meanwhile may be adding to.
+		c.log.Info("the server's tools changed across the reconnect", "tools", len(res.Tools))
 		c.dispatchNotification(mcp.JSONRPCNotification{
 			JSONRPC:      mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{Method: mcp.MethodNotificationToolsListChanged},
