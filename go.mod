@@ -6,6 +6,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/mark3labs/mcp-go v1.2.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/oauth2 v0.37.0
 )
 
 require (

@@ -35,13 +35,13 @@ func TestSourceReplacesARejectedTokenOnceForAll(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 16 {
 			wg.Go(func() {
-				if tok, err := s.Rejected(t.Context(), "t1"); tok != "t2" || err != nil {
+				if tok, err := s.Rejected(t.Context(), "t1", Challenge{}); tok != "t2" || err != nil {
 					t.Errorf("replacement = %q, %v", tok, err)
 				}
 			})
 		}
 		wg.Wait()
-		if tok, err := s.Rejected(t.Context(), "t1"); tok != "t2" || err != nil {
+		if tok, err := s.Rejected(t.Context(), "t1", Challenge{}); tok != "t2" || err != nil {
 			t.Errorf("late report of t1 = %q, %v", tok, err)
 		}
 		if n := fetches.Load(); n != 2 {
@@ -55,7 +55,7 @@ func TestSourceReplacesARejectedTokenOnceForAll(t *testing.T) {
 func TestSourceErrors(t *testing.T) {
 	same := NewSource(func(context.Context, string) (string, error) { return "t1", nil })
 	var ae *Error
-	if _, err := same.Rejected(t.Context(), "t1"); !errors.As(err, &ae) || ae.Reason != ReasonTokenRejected {
+	if _, err := same.Rejected(t.Context(), "t1", Challenge{}); !errors.As(err, &ae) || ae.Reason != ReasonTokenRejected {
 		t.Errorf("the same token again = %v; want %s", err, ReasonTokenRejected)
 	}
 	down := errors.New("token endpoint down")

@@ -3,33 +3,8 @@ package auth
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 )
-
-// Reasons an Error gives. The set grows with the OAuth flow.
-const (
-	ReasonNoToken       = "no_token"       // no token could be had
-	ReasonTokenRejected = "token_rejected" // the server refused the token and the source had no other
-)
-
-// Error is a request that could not be authorized. It never contains a
-// token.
-type Error struct {
-	Reason string
-	Err    error // why, if the source said (its tokens are not in it)
-}
-
-// Error says why, never with a token.
-func (e *Error) Error() string {
-	if e.Err == nil {
-		return "auth: " + e.Reason
-	}
-	return fmt.Sprintf("auth: %s: %v", e.Reason, e.Err)
-}
-
-// Unwrap is the source's own error, if it gave one.
-func (e *Error) Unwrap() error { return e.Err }
 
 // FetchFunc returns a token. rejected is "" for the first token, else the
 // token the server just refused.
@@ -64,8 +39,14 @@ func (s *Source) Token(ctx context.Context) (string, error) { return s.get(ctx, 
 // Rejected reports that the server refused token and returns the token to
 // use now. Fetching again the token just refused is an *Error with
 // ReasonTokenRejected: sending it again would only be refused again.
-func (s *Source) Rejected(ctx context.Context, token string) (string, error) {
+func (s *Source) Rejected(ctx context.Context, token string, _ Challenge) (string, error) {
 	return s.get(ctx, token)
+}
+
+// InsufficientScope passes a 403 on: a token obtained elsewhere has the
+// scope it has.
+func (s *Source) InsufficientScope(context.Context, string, Challenge) (string, error) {
+	return "", nil
 }
 
 func (s *Source) get(ctx context.Context, rejected string) (string, error) {

@@ -1,65 +1,114 @@
 package auth
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 )
 
-// Transport adds the Source's token to every request for Origin, and when
-// the server answers 401 to a token, asks the Source for another (once for
-// every request refused with the same token) and sends the request again:
-// a 401 means it did not run, so this is safe for any request. A request
-// for another origin (scheme, host and port) is sent without a token.
+// Authorizer gives a Transport its tokens. Source and OAuth are the two.
+type Authorizer interface {
+	// Token is the token to send; "" sends the request without one.
+	Token(ctx context.Context) (string, error)
+	// Rejected: the server answered 401 to token ("" if none was sent).
+	// It returns the token to send instead.
+	Rejected(ctx context.Context, token string, ch Challenge) (string, error)
+	// InsufficientScope: the server answered 403 insufficient_scope. It
+	// returns a token with more scope, or "" to pass the 403 on.
+	InsufficientScope(ctx context.Context, token string, ch Challenge) (string, error)
+}
+
+// maxAuthorizations bounds the tokens one request is sent with: the
+// first authorization and two step-ups (the MCP spec's advice against
+// authorization loops).
+const maxAuthorizations = 3
+
+// Transport adds the Authorizer's token to every request for Origin.
+// When the server answers 401, it asks for another token (once for every
+// request refused with the same token) and sends the request again: a 401
+// means it did not run, so this is safe for any request. A 403
+// insufficient_scope is a step-up: a token with more scope, then the
+// request again, at most three tokens per request. A request for another
+// origin (scheme, host and port) is sent without a token.
 //
 // A Transport is safe for concurrent use.
 type Transport struct {
 	Base   http.RoundTripper
-	Source *Source
+	Source Authorizer
 	Origin *url.URL
 }
 
-// RoundTrip sends req with the token if it is for Origin, and once more
-// with a replacement if the server answers 401. It fails with an *Error
-// when no token, or no replacement, can be had.
+// RoundTrip sends req with the token if it is for Origin, and again with
+// a replacement after a 401 or a step-up after a 403 insufficient_scope.
+// It fails with an *Error when no token, or no replacement, can be had,
+// and with an *InsufficientScopeError when no token has the scope.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !SameOrigin(req.URL, t.Origin) {
 		return t.Base.RoundTrip(req)
 	}
-	token, err := t.Source.Token(req.Context())
+	ctx := req.Context()
+	token, err := t.Source.Token(ctx)
 	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
-	resp, err := t.Base.RoundTrip(withToken(req, token))
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		return resp, err
-	}
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return resp, nil // cannot be sent again; the 401 is the answer
-	}
-	next, err := t.Source.Rejected(req.Context(), token)
-	if err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	again := withToken(req, next)
-	if req.GetBody != nil {
-		body, err := req.GetBody()
+	resendable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	rejectedAfterRenewal := false
+	for sent := 1; ; sent++ {
+		send := withToken(req, token)
+		if sent > 1 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			send.Body = body
+		}
+		resp, err := t.Base.RoundTrip(send)
 		if err != nil {
+			return resp, err
+		}
+		var next string
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized:
+			if rejectedAfterRenewal {
+				// Refused twice in a row, the second time with a token
+				// just obtained: asking again would loop.
+				resp.Body.Close()
+				return nil, &Error{Reason: ReasonTokenRejected}
+			}
+			if !resendable {
+				return resp, nil // cannot be sent again; the 401 is the answer
+			}
+			next, err = t.Source.Rejected(ctx, token, ParseChallenge(resp.Header))
+			rejectedAfterRenewal = true
+		case resp.StatusCode == http.StatusForbidden:
+			ch := ParseChallenge(resp.Header)
+			if ch.Error != "insufficient_scope" || !resendable {
+				return resp, nil
+			}
+			if sent >= maxAuthorizations {
+				resp.Body.Close()
+				return nil, &InsufficientScopeError{Scopes: ch.Scopes, Err: fmt.Errorf("%d tokens refused for want of scope", sent)}
+			}
+			next, err = t.Source.InsufficientScope(ctx, token, ch)
+			if err == nil && next == "" {
+				return resp, nil
+			}
+			rejectedAfterRenewal = false
+		default:
 			return resp, nil
 		}
-		again.Body = body
-	}
-	resp.Body.Close()
-	resp, err = t.Base.RoundTrip(again)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
-		// Refused twice in a row, the second time with a token the
-		// source just gave: asking again would loop.
 		resp.Body.Close()
-		return nil, &Error{Reason: ReasonTokenRejected}
+		if err != nil {
+			return nil, err
+		}
+		if sent >= maxAuthorizations+1 {
+			return nil, &Error{Reason: ReasonTokenRejected, Err: fmt.Errorf("%d tokens refused", sent)}
+		}
+		token = next
 	}
-	return resp, err
 }
 
 // CloseIdleConnections passes on to Base, so that the HTTP client's
@@ -72,7 +121,9 @@ func (t *Transport) CloseIdleConnections() {
 
 func withToken(req *http.Request, token string) *http.Request {
 	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
 	return r
 }
 

@@ -131,6 +131,9 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	// server's own answer to the handshake.
 	switch {
 	case classify(err, false, nil, false).class == classAuth:
+		if ise := new(InsufficientScopeError); errors.As(err, &ise) {
+			return ise
+		}
 		return authorizationRequired(authReason(err), err)
 	case r.mayHaveRun:
 		return r.fail("reconnecting failed", err)

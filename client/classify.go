@@ -119,7 +119,12 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	case ex.refusal() != nil:
 		return refusedVerdict(ex.refusal())
 
-	case errors.As(err, new(*auth.Error)):
+	case errors.Is(err, auth.ErrUnavailable):
+		// The authorization server could not be reached while the call
+		// waited for a token: it did not run.
+		return verdict{class: classNotSent}
+
+	case errors.As(err, new(*auth.Error)), errors.As(err, new(*auth.InsufficientScopeError)):
 		// The token layer could not authorize the request: it did not run.
 		return v(classAuth)
 
@@ -306,6 +311,9 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 		return action{err: err}
 
 	case classAuth:
+		if ise := new(InsufficientScopeError); errors.As(err, &ise) {
+			return action{err: ise}
+		}
 		return action{err: authorizationRequired(authReason(err), err)}
 
 	case classExpired:

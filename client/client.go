@@ -45,6 +45,7 @@ type ResilientClient struct {
 	ownHTTPClient    bool
 	transportOptions []transport.StreamableHTTPCOption
 	log              *slog.Logger
+	oauth            *auth.OAuth // WithOAuth's token source, nil without
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
@@ -116,11 +117,8 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 	hc := *base
 	tr := newTracker(next) // traced or not by what is beneath the token's layer
-	if o.bearerToken != nil {
-		// Under the tracker, so that the redirect check above it cannot
-		// see the token's header: the token layer checks each request's
-		// origin itself.
-		tr.next = &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: u}
+	if layer := c.authLayer(next, u); layer != nil {
+		tr.next = layer
 	}
 	tr.limit, tr.log, tr.wrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
 	hc.Transport = tr
@@ -221,6 +219,9 @@ func (c *ResilientClient) Close() error {
 		c.tools.mu.Unlock()
 		c.pool.Close()
 		c.background.Wait()
+		if c.oauth != nil {
+			c.oauth.Close()
+		}
 		c.notifications.close()
 		c.notifier.wait()
 		if c.ownHTTPClient {

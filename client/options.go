@@ -42,6 +42,7 @@ type options struct {
 	headers          map[string]string
 	headerFunc       transport.HTTPHeaderFunc
 	bearerToken      auth.FetchFunc
+	oauth            *auth.Config
 	clientInfo       mcp.Implementation
 	clientOptions    []mcpclient.ClientOption
 	retryToolCall    func(mcp.Tool) bool
@@ -306,7 +307,12 @@ func WithMaxResponseBytes(n int64) Option {
 	})
 }
 
-func (o *options) validate() error { return errors.Join(o.invalid...) }
+func (o *options) validate() error {
+	if o.bearerToken != nil && o.oauth != nil {
+		o.invalidf("WithOAuth and WithBearerToken together: one token source per client")
+	}
+	return errors.Join(o.invalid...)
+}
 
 // probeTimeout is how long one keepalive probe may take: WithKeepAliveTimeout,
 // else the health package's default for the keepalive interval (which the

@@ -64,7 +64,14 @@ func (s *counters) record(err error) {
 
 // Stats returns a snapshot of the client's counters.
 func (c *ResilientClient) Stats() Stats {
+	var refreshes, refreshFailures, authorizations uint64
+	if c.oauth != nil {
+		refreshes, refreshFailures, authorizations = c.oauth.Counts()
+	}
 	return Stats{
+		TokenRefreshes:        refreshes,
+		TokenRefreshFailures:  refreshFailures,
+		Authorizations:        authorizations,
 		Calls:                 c.stats.calls.Load(),
 		Retries:               c.stats.retries.Load(),
 		Replays:               c.stats.replays.Load(),

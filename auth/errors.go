@@ -1,0 +1,100 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Reasons an Error gives: why a request could not be authorized.
+const (
+	ReasonNoToken          = "no_token"          // no token, and no way to get one without a user
+	ReasonTokenRejected    = "token_rejected"    // the server refused a token just obtained
+	ReasonInvalidGrant     = "invalid_grant"     // the refresh token was refused: revoked, expired or reused
+	ReasonInvalidClient    = "invalid_client"    // the authorization server refused the client's credentials
+	ReasonDenied           = "denied"            // the authorization was denied or failed
+	ReasonStateMismatch    = "state_mismatch"    // the redirect carried another state, or went elsewhere
+	ReasonResourceMismatch = "resource_mismatch" // the protected resource metadata names another resource
+	ReasonNoGrant          = "no_grant"          // no grant both sides support, or no authorization server
+	ReasonNoRegistration   = "no_registration"   // no client ID, metadata document or registration endpoint
+	ReasonPending          = "authorization_pending"
+)
+
+// Error is a request that could not be authorized. It never contains a
+// token, code, verifier or secret.
+type Error struct {
+	Reason string
+	Err    error // why, if known (its text never holds a credential)
+}
+
+// Error says why, never with a token.
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return "auth: " + e.Reason
+	}
+	return fmt.Sprintf("auth: %s: %v", e.Reason, e.Err)
+}
+
+// Unwrap is the cause, if known.
+func (e *Error) Unwrap() error { return e.Err }
+
+// InsufficientScopeError is a request the server refused for want of
+// scope (403 insufficient_scope) that the client could not get: the
+// scopes were already held or refused, or three authorizations were spent.
+type InsufficientScopeError struct {
+	Scopes []string // what the server asked for
+	Err    error    // why no token with them could be had, if known
+}
+
+func (e *InsufficientScopeError) Error() string {
+	s := "auth: insufficient scope: the server wants " + strings.Join(e.Scopes, " ")
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap is the cause, if known.
+func (e *InsufficientScopeError) Unwrap() error { return e.Err }
+
+// ErrUnavailable is in the chain of an error when the authorization server
+// could not be reached (down, 5xx, 429) until the request's context ended:
+// the request did not run.
+var ErrUnavailable = errors.New("auth: authorization server unavailable")
+
+// unavailableError is one failed attempt to reach the authorization
+// server, with the pause it asked for.
+type unavailableError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *unavailableError) Error() string {
+	return "authorization server unavailable: " + e.err.Error()
+}
+func (e *unavailableError) Unwrap() error { return e.err }
+
+func unavailable(err error, retryAfter time.Duration) error {
+	return &unavailableError{err: err, retryAfter: retryAfter}
+}
+
+func isUnavailable(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u)
+}
+
+// retryAfter is a response's Retry-After in seconds (dates are rare from
+// authorization servers and read as none).
+func retryAfter(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(min(n, 3600)) * time.Second
+}

@@ -1,0 +1,564 @@
+package auth
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"golang.org/x/oauth2"
+)
+
+// Config is how a client authorizes with OAuth 2.1 as the MCP
+// authorization spec has it (2025-11-25, with the 2025-03-26 fallbacks).
+type Config struct {
+	ClientID, ClientSecret string // pre-registered; wins over the two below
+	// ClientMetadataURL is a client ID metadata document's URL: preferred
+	// over dynamic registration when the authorization server supports it.
+	ClientMetadataURL string
+	// PrivateKey authenticates the client with private_key_jwt (RFC 7523).
+	PrivateKey crypto.Signer
+	// SigningAlgorithm: "" is the key's (ECDSA P-256/384/521 → ES256/384/512,
+	// Ed25519 → EdDSA, RSA → RS256), checked against the server's list.
+	SigningAlgorithm string
+	KeyID            string // optional kid of the client assertion
+	// TokenEndpointAuthMethod: "" is private_key_jwt with a key; with a
+	// secret, client_secret_basic if the server lists it or lists nothing,
+	// else client_secret_post; neither: none.
+	TokenEndpointAuthMethod string
+	RedirectURI             string // the authorization-code flow's
+	// Scopes: empty is the challenge's scope, else the protected resource's
+	// scopes_supported, else no scope parameter; offline_access is added
+	// when the authorization server lists it.
+	Scopes []string
+	// TokenStore keeps the token (mcp-go's interface); nil keeps it in
+	// memory. Where it writes is the user's choice.
+	TokenStore transport.TokenStore
+	// Authorize is the interactive step: send the user to authURL and
+	// return the full URL the browser was redirected to. It is called at
+	// most once at a time per client, detached from the call that needed
+	// it, bounded by AuthorizeTimeout. nil: calls that need a user fail with
+	// ReasonNoToken (client_credentials needs none).
+	Authorize        func(ctx context.Context, authURL string) (redirectedTo string, err error)
+	AuthorizeTimeout time.Duration // default 5 min
+	// GrantType: "" picks authorization_code when Authorize is set and the
+	// server offers it, else client_credentials with a secret or key.
+	GrantType GrantType
+}
+
+// Env is what the client around an OAuth gives it.
+type Env struct {
+	ClientName string       // for dynamic registration
+	HTTPClient *http.Client // for the authorization server; never carries the MCP token
+	Logger     *slog.Logger
+	NewBackOff func() backoff.BackOff // pacing of an unreachable authorization server
+}
+
+// refreshTimeout bounds one token request, detached from the callers.
+const refreshTimeout = 30 * time.Second
+
+// maxRenewals bounds how many tokens one Token call may wait for: a token
+// that is expired when it arrives (a clock skewed by more than its
+// lifetime) must not loop.
+const maxRenewals = 3
+
+// OAuth is one client's OAuth 2.1 token source: all its sessions and
+// goroutines share one token, one refresh at a time (a rotated refresh
+// token is sent exactly once), one authorization at a time, and one
+// backoff when the authorization server is down.
+//
+// An OAuth is safe for concurrent use.
+type OAuth struct {
+	cfg      Config
+	env      Env
+	endpoint *url.URL
+	now      func() time.Time
+
+	life context.Context // ended by Close: detached renewals end with it
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	refreshes, refreshFailures, authorizations atomic.Uint64
+
+	mu         sync.Mutex
+	loaded     bool
+	challenged bool      // a server refused a request for want of a token
+	challenge  Challenge // the latest, for discovery and the first scope
+	disc       *discovery
+	id         *identity
+	tok        *oauth2.Token
+	refreshAt  time.Time
+	held       []string        // the scopes tok was asked with, sorted
+	refused    map[string]bool // scope sets an authorization did not give
+	lost       error           // the grant is lost: calls fail at once
+	renewing   *renewal        // the one token request or authorization under way
+	retryAt    time.Time       // the authorization server is down: no request before
+	backoff    backoff.BackOff
+}
+
+// renewal is one token request or authorization that every caller who
+// needs a token waits for.
+type renewal struct {
+	done   chan struct{}
+	err    error
+	scopes []string // for an authorization: the scopes asked
+	reason string   // "refresh" or "authorize" (which may be client credentials)
+}
+
+// NewOAuth returns the token source for the MCP endpoint.
+func NewOAuth(endpoint *url.URL, cfg Config, env Env) *OAuth {
+	if cfg.TokenStore == nil {
+		cfg.TokenStore = transport.NewMemoryTokenStore()
+	}
+	if cfg.AuthorizeTimeout <= 0 {
+		cfg.AuthorizeTimeout = 5 * time.Minute
+	}
+	if env.HTTPClient == nil {
+		env.HTTPClient = &http.Client{}
+	}
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	if env.NewBackOff == nil {
+		env.NewBackOff = func() backoff.BackOff {
+			b := backoff.NewExponentialBackOff()
+			b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 200*time.Millisecond, 30*time.Second, 0
+			return b
+		}
+	}
+	o := &OAuth{cfg: cfg, env: env, endpoint: endpoint, now: time.Now, refused: map[string]bool{}}
+	o.backoff = env.NewBackOff()
+	o.life, o.stop = context.WithCancel(context.Background())
+	return o
+}
+
+// Close ends a renewal under way and waits for it.
+func (o *OAuth) Close() {
+	o.stop()
+	o.wg.Wait()
+}
+
+// Counts are the token refreshes, failed refreshes and authorizations so far.
+func (o *OAuth) Counts() (refreshes, refreshFailures, authorizations uint64) {
+	return o.refreshes.Load(), o.refreshFailures.Load(), o.authorizations.Load()
+}
+
+// Token returns the token to send: the current one (starting a refresh
+// in the background when it is due, 10 % of its lifetime before expiry,
+// at most 5 min), or, once a server asked for one, a new one for which it
+// waits within ctx. Before any server asked, it is "": the request goes
+// without, and the challenge says where to get one.
+func (o *OAuth) Token(ctx context.Context) (string, error) {
+	o.load(ctx)
+	for renewed := 0; renewed < maxRenewals; {
+		o.mu.Lock()
+		now := o.now()
+		if o.validLocked(now) {
+			if !now.Before(o.refreshAt) && o.renewing == nil && !now.Before(o.retryAt) && o.canRenewLocked() {
+				o.startLocked(nil)
+			}
+			t := o.tok.AccessToken
+			o.mu.Unlock()
+			return t, nil
+		}
+		if o.lost != nil {
+			err := o.lost
+			o.mu.Unlock()
+			return "", err
+		}
+		if o.tok == nil && !o.challenged {
+			o.mu.Unlock()
+			return "", nil
+		}
+		r, err := o.joinLocked(ctx, now, nil)
+		o.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
+		if r == nil {
+			continue // the backoff's pause is over
+		}
+		switch err := o.await(ctx, r); {
+		case errors.Is(err, errTryAgain):
+		case err != nil:
+			return "", err
+		default:
+			renewed++
+		}
+	}
+	return "", &Error{Reason: ReasonTokenRejected, Err: errors.New("every token obtained was already expired")}
+}
+
+// joinLocked returns the renewal under way, or starts one, or, while the
+// authorization server is backed off, waits out the pause (with o.mu
+// released) and returns nil. A pause that would outlast ctx's deadline
+// ends the wait at once.
+func (o *OAuth) joinLocked(ctx context.Context, now time.Time, scopes []string) (*renewal, error) {
+	if r := o.renewing; r != nil {
+		return r, nil
+	}
+	wait := o.retryAt.Sub(now)
+	if wait <= 0 {
+		return o.startLocked(scopes), nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && deadline.Before(now.Add(wait)) {
+		return nil, fmt.Errorf("%w: next attempt in %v, after the deadline: %w", ErrUnavailable, wait.Round(time.Millisecond), context.DeadlineExceeded)
+	}
+	o.mu.Unlock()
+	err := sleep(ctx, wait)
+	o.mu.Lock()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil, nil
+}
+
+// Rejected reports that the server answered 401 to token ("" when none
+// was sent) with ch, and returns the token to send instead: the current
+// one if another caller already replaced token, else a new one for which
+// all callers rejected with token wait together.
+func (o *OAuth) Rejected(ctx context.Context, token string, ch Challenge) (string, error) {
+	o.load(ctx)
+	o.mu.Lock()
+	o.challenged = true
+	if ch.ResourceMetadata != "" || len(ch.Scopes) > 0 {
+		o.challenge = ch
+	}
+	if o.tok != nil && o.tok.AccessToken == token && token != "" {
+		// Thought valid, refused: it is not. Keep its refresh token.
+		o.tok.Expiry, o.refreshAt = o.now().Add(-time.Second), time.Time{}
+	}
+	o.mu.Unlock()
+	t, err := o.Token(ctx)
+	if err == nil && t == token {
+		return "", &Error{Reason: ReasonTokenRejected}
+	}
+	return t, err
+}
+
+// InsufficientScope reports a 403 insufficient_scope to token and returns
+// a token with the union of the scopes held and those ch asks for. It never
+// authorizes again for a scope set already held or already refused.
+func (o *OAuth) InsufficientScope(ctx context.Context, token string, ch Challenge) (string, error) {
+	o.load(ctx)
+	for range maxRenewals {
+		o.mu.Lock()
+		want := union(o.held, ch.Scopes)
+		switch {
+		case o.tok != nil && o.tok.AccessToken != token && o.validLocked(o.now()) && subset(want, o.held):
+			t := o.tok.AccessToken
+			o.mu.Unlock()
+			return t, nil
+		case subset(want, o.held) || o.refused[key(want)]:
+			o.mu.Unlock()
+			return "", &InsufficientScopeError{Scopes: ch.Scopes}
+		case o.lost != nil:
+			err := o.lost
+			o.mu.Unlock()
+			return "", err
+		}
+		r, err := o.joinLocked(ctx, o.now(), want)
+		o.mu.Unlock()
+		if err != nil {
+			return "", err
+		}
+		if r == nil {
+			continue
+		}
+		if err := o.await(ctx, r); err != nil && !errors.Is(err, errTryAgain) {
+			if errors.Is(err, ErrUnavailable) {
+				return "", err
+			}
+			return "", &InsufficientScopeError{Scopes: ch.Scopes, Err: err}
+		}
+	}
+	return "", &InsufficientScopeError{Scopes: ch.Scopes}
+}
+
+// Authorize runs an authorization now, or joins one under way, whatever
+// the state: it is how a lost grant is recovered.
+func (o *OAuth) Authorize(ctx context.Context) error {
+	o.load(ctx)
+	o.mu.Lock()
+	o.challenged = true
+	for o.renewing != nil && o.renewing.reason == "refresh" {
+		r := o.renewing
+		o.mu.Unlock()
+		if err := o.await(ctx, r); errors.Is(err, ErrUnavailable) && ctx.Err() != nil {
+			return err
+		}
+		o.mu.Lock()
+	}
+	r := o.renewing
+	if r == nil {
+		o.lost = nil
+		r = o.startLocked(append([]string{}, o.held...))
+	}
+	o.mu.Unlock()
+	err := o.await(ctx, r)
+	if errors.Is(err, errTryAgain) {
+		return r.err
+	}
+	return err
+}
+
+// errTryAgain: the renewal waited for found the authorization server
+// unavailable; the waiter backs off and tries again within its context.
+var errTryAgain = errors.New("try again")
+
+// await waits for r within ctx.
+func (o *OAuth) await(ctx context.Context, r *renewal) error {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.reason == "authorize" {
+			return &Error{Reason: ReasonPending, Err: ctx.Err()}
+		}
+		return fmt.Errorf("%w: waiting for a token: %w", ErrUnavailable, ctx.Err())
+	}
+	if r.err != nil && isUnavailable(r.err) {
+		return errTryAgain
+	}
+	return r.err
+}
+
+func (o *OAuth) validLocked(now time.Time) bool {
+	return o.tok != nil && o.tok.AccessToken != "" && (o.tok.Expiry.IsZero() || now.Before(o.tok.Expiry))
+}
+
+// canRenewLocked: a refresh ahead of expiry needs a refresh token or the
+// client_credentials grant, never a user.
+func (o *OAuth) canRenewLocked() bool {
+	return o.tok.RefreshToken != "" || o.cfg.GrantType == GrantClientCredentials ||
+		(o.cfg.Authorize == nil && o.cfg.ClientID != "" && (o.cfg.ClientSecret != "" || o.cfg.PrivateKey != nil))
+}
+
+// startLocked starts the one renewal: with scopes nil, a refresh if
+// there is a refresh token; else a grant (the user's authorization, or
+// client credentials) asking for scopes.
+func (o *OAuth) startLocked(scopes []string) *renewal {
+	r := &renewal{done: make(chan struct{}), reason: "authorize", scopes: scopes}
+	refreshToken := ""
+	if o.tok != nil && scopes == nil && o.tok.RefreshToken != "" {
+		refreshToken, r.reason = o.tok.RefreshToken, "refresh"
+	}
+	o.renewing = r
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.run(r, refreshToken)
+	}()
+	return r
+}
+
+func (o *OAuth) run(r *renewal, refreshToken string) {
+	timeout := refreshTimeout
+	if r.reason == "authorize" {
+		timeout += o.cfg.AuthorizeTimeout
+	}
+	ctx, cancel := context.WithTimeout(o.life, timeout)
+	defer cancel()
+	tok, scopes, err := o.obtain(ctx, r, refreshToken)
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	defer close(r.done)
+	o.renewing = nil
+	r.err = err
+	switch {
+	case err == nil:
+		o.setLocked(tok, scopes)
+		o.lost, o.retryAt = nil, time.Time{}
+		o.backoff.Reset()
+		if r.reason == "refresh" {
+			o.refreshes.Add(1)
+		} else {
+			o.authorizations.Add(1)
+		}
+		o.save(tok, scopes)
+	case isUnavailable(err):
+		var u *unavailableError
+		errors.As(err, &u)
+		pause := max(o.backoff.NextBackOff(), u.retryAfter)
+		o.retryAt = o.now().Add(pause)
+		if r.reason == "refresh" {
+			o.refreshFailures.Add(1)
+		}
+		o.env.Logger.Warn("authorization server unavailable", "step", r.reason, "retry_in", pause, "err", err)
+	default:
+		if r.reason == "refresh" {
+			o.refreshFailures.Add(1)
+		}
+		if len(r.scopes) > 0 {
+			o.refused[key(r.scopes)] = true
+		}
+		var ae *Error
+		if errors.As(err, &ae) && ae.Reason == ReasonResourceMismatch {
+			o.disc = nil
+		}
+		o.env.Logger.Warn("authorization failed", "step", r.reason, "err", err)
+		if len(r.scopes) > 0 && o.validLocked(o.now()) {
+			return // a step-up refused: the token held still serves what it did
+		}
+		o.tok, o.lost = nil, err
+		if r.reason == "refresh" && o.cfg.Authorize != nil {
+			// The grant is lost: calls fail at once, one authorization
+			// starts in the background, later calls use its token.
+			o.startLocked(append([]string{}, o.held...))
+		}
+	}
+}
+
+// obtain gets a token for r: discovery and identity first (once).
+func (o *OAuth) obtain(ctx context.Context, r *renewal, refreshToken string) (*oauth2.Token, []string, error) {
+	d, id, err := o.prepare(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if refreshToken != "" {
+		tok, err := o.refresh(ctx, d, id, refreshToken)
+		o.mu.Lock()
+		held := o.held
+		o.mu.Unlock()
+		return tok, held, err
+	}
+	grant, err := o.grantFor(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	scopes := o.scopesFor(d, r.scopes, grant)
+	if grant == GrantClientCredentials {
+		tok, err := o.clientCredentials(ctx, d, id, scopes)
+		return tok, scopes, err
+	}
+	tok, err := o.authorizationCode(ctx, d, id, scopes)
+	return tok, scopes, err
+}
+
+// prepare discovers the authorization server and the client's identity
+// there, once; a failure is tried again by the next renewal.
+func (o *OAuth) prepare(ctx context.Context) (*discovery, *identity, error) {
+	o.mu.Lock()
+	d, id, ch := o.disc, o.id, o.challenge
+	o.mu.Unlock()
+	if d != nil && id != nil {
+		return d, id, nil
+	}
+	d, err := discover(ctx, o.env.HTTPClient, o.endpoint, ch)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id, err = o.identify(ctx, d); err != nil {
+		return nil, nil, err
+	}
+	o.mu.Lock()
+	o.disc, o.id = d, id
+	o.mu.Unlock()
+	return d, id, nil
+}
+
+// scopesFor is the scope to ask: the configured scopes; else what a
+// step-up wants; else the challenge's; else the protected resource's
+// scopes_supported; else none. offline_access is added for the
+// authorization-code grant when the authorization server lists it.
+func (o *OAuth) scopesFor(d *discovery, want []string, grant GrantType) []string {
+	o.mu.Lock()
+	ch := o.challenge.Scopes
+	o.mu.Unlock()
+	var s []string
+	switch {
+	case len(o.cfg.Scopes) > 0:
+		s = union(o.cfg.Scopes, want)
+	case len(want) > 0:
+		s = slices.Clone(want)
+	case len(ch) > 0:
+		s = slices.Clone(ch)
+	default:
+		s = slices.Clone(d.scopesSupported)
+	}
+	if grant == GrantAuthorizationCode && slices.Contains(d.as.ScopesSupported, "offline_access") && !slices.Contains(s, "offline_access") {
+		s = append(s, "offline_access")
+	}
+	return s
+}
+
+// setLocked makes tok current and schedules its refresh: 10 % of its
+// lifetime before expiry, at most 5 min. A token without expires_in is
+// used until a 401.
+func (o *OAuth) setLocked(tok *oauth2.Token, scopes []string) {
+	if granted := strings.Fields(fmt.Sprint(tok.Extra("scope"))); tok.Extra("scope") != nil && len(granted) > 0 {
+		scopes = granted
+	}
+	o.tok, o.held = tok, union(nil, scopes)
+	o.refreshAt = time.Time{}
+	if !tok.Expiry.IsZero() {
+		ahead := min(tok.Expiry.Sub(o.now())/10, 5*time.Minute)
+		o.refreshAt = tok.Expiry.Add(-ahead)
+	} else {
+		o.refreshAt = time.Unix(1<<62, 0)
+	}
+}
+
+// load reads the token store once.
+func (o *OAuth) load(ctx context.Context) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.loaded {
+		return
+	}
+	o.loaded = true
+	t, err := o.cfg.TokenStore.GetToken(ctx)
+	if err != nil || t == nil || t.AccessToken == "" {
+		return
+	}
+	o.challenged = true
+	o.setLocked(&oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.ExpiresAt}, strings.Fields(t.Scope))
+}
+
+func (o *OAuth) save(tok *oauth2.Token, scopes []string) {
+	t := &transport.Token{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Scope: strings.Join(scopes, " "), ExpiresAt: tok.Expiry}
+	ctx, cancel := context.WithTimeout(o.life, refreshTimeout)
+	defer cancel()
+	if err := o.cfg.TokenStore.SaveToken(ctx, t); err != nil {
+		o.env.Logger.Warn("saving the token failed", "err", err)
+	}
+}
+
+func union(a, b []string) []string {
+	s := append(slices.Clone(a), b...)
+	sort.Strings(s)
+	return slices.Compact(s)
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func key(scopes []string) string { return strings.Join(union(nil, scopes), " ") }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

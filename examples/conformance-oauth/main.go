@@ -1,0 +1,143 @@
+// Command conformance-oauth is the MCP conformance suite's client for the
+// auth/* scenarios, built on ResilientClient with WithOAuth. It is thin on
+// purpose: everything OAuth is the library's. It reads
+// MCP_CONFORMANCE_CONTEXT (a pre-registered client: client_id,
+// client_secret, private_key_pem, signing_algorithm) into OAuthConfig,
+// completes the browser step headlessly (GET the authorization URL without
+// following redirects, return the Location), then does what an agent does:
+// initialize, list the tools and call each one.
+//
+//	go build -o /tmp/mcp-conformance-oauth ./examples/conformance-oauth
+//	SCENARIOS="auth/metadata-default auth/scope-step-up" \
+//	    conformance/run-conformance.sh /tmp/mcp-conformance-oauth
+package main
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+)
+
+// clientMetadataURL is this client's ID metadata document: the URL the
+// suite's authorization server expects of a client that has one.
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: conformance-oauth [flags ignored] SERVER_URL")
+		os.Exit(2)
+	}
+	if err := run(os.Args[len(os.Args)-1]); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance-oauth client:", err)
+		os.Exit(1)
+	}
+}
+
+func run(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	cfg, err := oauthConfig(os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+	if err != nil {
+		return err
+	}
+	c, err := client.New(url,
+		client.WithClientInfo(mcp.Implementation{Name: "resilientmcp-conformance", Version: "1.0.0"}),
+		client.WithOAuth(cfg),
+		client.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))),
+	)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	var tools []mcp.Tool
+	for tool, err := range c.IterTools(ctx, mcp.ListToolsRequest{}) {
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		tools = append(tools, tool)
+	}
+	for _, tool := range tools {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool.Name
+		req.Params.Arguments = map[string]any{}
+		_, err := c.CallTool(ctx, req)
+		fmt.Fprintf(os.Stderr, "tools/call %s: %v\n", tool.Name, err)
+		var scope *client.InsufficientScopeError
+		if errors.As(err, &scope) {
+			return err // the scenario wanted to see the client stop
+		}
+	}
+	return nil
+}
+
+// oauthConfig is the suite's context as OAuthConfig.
+func oauthConfig(raw string) (client.OAuthConfig, error) {
+	var ctx struct {
+		ClientID         string `json:"client_id"`
+		ClientSecret     string `json:"client_secret"`
+		PrivateKeyPEM    string `json:"private_key_pem"`
+		SigningAlgorithm string `json:"signing_algorithm"`
+	}
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &ctx); err != nil {
+			return client.OAuthConfig{}, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	cfg := client.OAuthConfig{
+		ClientID:          ctx.ClientID,
+		ClientSecret:      ctx.ClientSecret,
+		ClientMetadataURL: clientMetadataURL,
+		SigningAlgorithm:  ctx.SigningAlgorithm,
+		RedirectURI:       "http://127.0.0.1:8976/callback",
+		Authorize:         headless,
+	}
+	if ctx.PrivateKeyPEM != "" {
+		block, _ := pem.Decode([]byte(ctx.PrivateKeyPEM))
+		if block == nil {
+			return cfg, errors.New("MCP_CONFORMANCE_CONTEXT: private_key_pem holds no PEM block")
+		}
+		key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return cfg, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: private_key_pem: %w", err)
+		}
+		signer, ok := key.(crypto.Signer)
+		if !ok {
+			return cfg, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: a %T cannot sign", key)
+		}
+		cfg.PrivateKey = signer
+	}
+	return cfg, nil
+}
+
+// headless is the user's browser: it opens the authorization URL and
+// reports where the authorization server redirected it.
+func headless(ctx context.Context, authURL string) (string, error) {
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return "", fmt.Errorf("the authorization endpoint answered %s without a redirect", resp.Status)
+	}
+	return loc, nil
+}
