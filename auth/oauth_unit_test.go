@@ -1,0 +1,101 @@
+package auth
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseChallenge(t *testing.T) {
+	for _, tc := range []struct {
+		header []string
+		want   Challenge
+	}{
+		{[]string{`Bearer resource_metadata="http://a/.well-known/oauth-protected-resource/mcp", scope="read write"`},
+			Challenge{ResourceMetadata: "http://a/.well-known/oauth-protected-resource/mcp", Scopes: []string{"read", "write"}}},
+		{[]string{`Bearer error="insufficient_scope", scope="mcp:admin", error_description="needs \"admin\""`},
+			Challenge{Error: "insufficient_scope", Scopes: []string{"mcp:admin"}}},
+		{[]string{`Basic realm="x"`, `bearer error=invalid_token`}, Challenge{Error: "invalid_token"}},
+		{[]string{`Basic realm="x", Bearer scope="a"`}, Challenge{Scopes: []string{"a"}}},
+		{[]string{`Bearer`}, Challenge{}},
+		{[]string{`Bearerish scope="a"`}, Challenge{}},
+		{nil, Challenge{}},
+	} {
+		h := http.Header{}
+		for _, v := range tc.header {
+			h.Add("WWW-Authenticate", v)
+		}
+		got := ParseChallenge(h)
+		if got.ResourceMetadata != tc.want.ResourceMetadata || got.Error != tc.want.Error || !slices.Equal(got.Scopes, tc.want.Scopes) {
+			t.Errorf("ParseChallenge(%q) = %+v, want %+v", tc.header, got, tc.want)
+		}
+	}
+}
+
+// A client assertion is a JWS the key's public half verifies, with the
+// claims RFC 7523 asks for, for each kind of key a crypto.Signer may be.
+func TestClientAssertionVerifies(t *testing.T) {
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	for _, key := range []crypto.Signer{ec, rk, ed} {
+		alg, err := signingAlgorithm(key, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jwt, err := clientAssertion(key, alg, "k1", "client-1", "http://as.example", time.Unix(1000, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(jwt, ".")
+		if len(parts) != 3 {
+			t.Fatalf("%s: %d parts", alg, len(parts))
+		}
+		var header map[string]string
+		var claims map[string]any
+		decode(t, parts[0], &header)
+		decode(t, parts[1], &claims)
+		if header["alg"] != alg || header["kid"] != "k1" || claims["iss"] != "client-1" || claims["sub"] != "client-1" ||
+			claims["aud"] != "http://as.example" || claims["exp"].(float64) != 1060 || claims["jti"] == "" {
+			t.Errorf("%s: header %v claims %v", alg, header, claims)
+		}
+		sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
+		digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+		var ok bool
+		switch k := key.Public().(type) {
+		case *ecdsa.PublicKey:
+			r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+			ok = len(sig) == 64 && ecdsa.Verify(k, digest[:], r, s)
+		case *rsa.PublicKey:
+			ok = rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig) == nil
+		case ed25519.PublicKey:
+			ok = ed25519.Verify(k, []byte(parts[0]+"."+parts[1]), sig)
+		}
+		if !ok {
+			t.Errorf("%s: the signature does not verify", alg)
+		}
+	}
+	if _, err := signingAlgorithm(ec, "", []string{"RS256"}); err == nil {
+		t.Error("an ES256 key accepted by a server that takes RS256 only")
+	}
+}
+
+func decode(t *testing.T, part string, v any) {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(part)
+	if err != nil || json.Unmarshal(raw, v) != nil {
+		t.Fatalf("undecodable JWT part %q", part)
+	}
+}
