@@ -459,6 +459,10 @@ func (o *OAuth) prepare(ctx context.Context) (*discovery, *identity, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// No registration for a client that could not use it.
+	if _, err := o.grantFor(d); err != nil {
+		return nil, nil, err
+	}
 	if id, err = o.identify(ctx, d); err != nil {
 		return nil, nil, err
 	}
