@@ -85,6 +85,14 @@ type Config struct {
 	// RequireToken, if non-empty, answers any request lacking
 	// "Authorization: Bearer <token>" with 401 and WWW-Authenticate: Bearer.
 	RequireToken string
+	// Guard, if set, wraps every request before it reaches the server: an
+	// authorization layer such as authserver.Protect (which serves the
+	// protected resource metadata and answers 401/403 itself). It is called
+	// once per generation, so it survives Restart; requests it refuses are
+	// not counted by HTTPRequests or RPCs. A guard that needs URL (as
+	// Protect does) cannot exist before Start has picked the port: Start
+	// without it, then Reconfigure with it and Restart.
+	Guard func(next http.Handler) http.Handler
 }
 
 // errClosed is returned by Start after Close.
@@ -261,7 +269,13 @@ func (s *Server) serve(ln net.Listener, cfg Config) {
 	inst.streamable = server.NewStreamableHTTPServer(inst.mcp, streamableOptions(cfg)...)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", inst)
-	inst.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = mux
+	if cfg.Guard != nil {
+		// Outside the instance's counting: a refused request never reached
+		// the MCP server.
+		h = cfg.Guard(mux)
+	}
+	inst.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 
 	s.mu.Lock()
 	s.inst = inst
