@@ -22,6 +22,8 @@ import (
 )
 
 // Config describes the server built by Start. The zero value is usable.
+// Start copies it, so changing a Config afterwards has no effect; a Config
+// itself is plain data with no synchronisation.
 type Config struct {
 	// AccessTokenLifetime is the lifetime of access tokens. expires_in is
 	// sent in whole seconds, rounded up, but the exact duration is
@@ -41,7 +43,8 @@ type Config struct {
 	NoRefreshTokens bool
 }
 
-// Stats counts what the server did. Every field only grows.
+// Stats is a snapshot of what the server did; every counter only grows.
+// It is a plain value, safe to copy and share once returned.
 type Stats struct {
 	TokensIssued           int64 // access tokens issued by any grant
 	Refreshes              int64 // successful refresh_token grants
@@ -89,7 +92,8 @@ const defaultLifetime = 2 * time.Second
 
 var defaultScopes = []string{"mcp:read", "mcp:write", "offline_access"}
 
-// Start listens on 127.0.0.1 on a free port and serves cfg.
+// Start listens on 127.0.0.1 on a free port and serves cfg until Close.
+// It is safe for concurrent use; each call starts an independent server.
 func Start(cfg Config) (*Server, error) {
 	if cfg.AccessTokenLifetime <= 0 {
 		cfg.AccessTokenLifetime = defaultLifetime
