@@ -1,0 +1,232 @@
+// Package authserver runs a loopback OAuth 2.1 authorization server for
+// tests: it stands in for a real provider so that a client's whole OAuth
+// lifecycle (discovery, dynamic registration, authorization code with PKCE,
+// rotating refresh tokens, client credentials, outages and revocation) can
+// be exercised over real HTTP on 127.0.0.1.
+//
+// There is no user: the authorization endpoint approves at once (or refuses,
+// see SetDeny) and redirects without showing anything. Access tokens are
+// opaque random strings bound to a resource (RFC 8707) and a scope; Protect
+// guards a resource server with them. Nothing is logged, so no token, code
+// or secret ever reaches test output.
+package authserver
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config describes the server built by Start. The zero value is usable.
+// Start copies it, so changing a Config afterwards has no effect; a Config
+// itself is plain data with no synchronisation.
+type Config struct {
+	// AccessTokenLifetime is the lifetime of access tokens. expires_in is
+	// sent in whole seconds, rounded up, but the exact duration is
+	// enforced. Default 2s.
+	AccessTokenLifetime time.Duration
+	// ScopesSupported is advertised in the authorization server metadata
+	// and in the protected resource metadata; requested scopes must be
+	// among them. Default mcp:read, mcp:write, offline_access.
+	ScopesSupported []string
+	// ClientID and ClientSecret, if ClientID is set, pre-register a client
+	// that may use any redirect URI on http://127.0.0.1 or
+	// http://localhost. With a secret it is confidential, authenticates
+	// with client_secret_basic or client_secret_post, and may use the
+	// client_credentials grant; without one it is public.
+	ClientID, ClientSecret string
+	// NoRefreshTokens, if true, has no grant issue a refresh token.
+	NoRefreshTokens bool
+}
+
+// Stats is a snapshot of what the server did; every counter only grows.
+// It is a plain value, safe to copy and share once returned.
+type Stats struct {
+	TokensIssued           int64 // access tokens issued by any grant
+	Refreshes              int64 // successful refresh_token grants
+	ReuseDetected          int64 // used refresh tokens presented again (each revokes its grant)
+	Authorizations         int64 // authorization codes issued by /authorize
+	ClientCredentials      int64 // successful client_credentials grants
+	Registrations          int64 // dynamic client registrations
+	TokenRequests          int64 // POSTs to the token endpoint, whatever the answer
+	TokenRequestsWhileDown int64 // of those, answered 503 because of SetDown
+	Refused401, Refused403 int64 // requests Protect refused
+}
+
+// Server is a running authorization server. It is safe for concurrent use;
+// every switch takes effect at once.
+type Server struct {
+	cfg    Config
+	url    string
+	httpS  *http.Server
+	served chan struct{} // closed when Serve returns
+
+	down atomic.Bool
+	deny atomic.Bool
+
+	mu        sync.Mutex // guards the fields below and everything they point to
+	clients   map[string]*client
+	codes     map[string]*authCode
+	access    map[string]*accessToken
+	refresh   map[string]*refreshToken
+	resources map[string]bool // resources some Protect call guards
+	required  []string        // RequireScopes
+	// epoch is bumped by InvalidateAccessTokens: an access token is only
+	// valid in the epoch it was issued in.
+	epoch int64
+
+	stats struct {
+		tokensIssued, refreshes, reuseDetected, authorizations atomic.Int64
+		clientCredentials, registrations                       atomic.Int64
+		tokenRequests, tokenRequestsWhileDown                  atomic.Int64
+		refused401, refused403                                 atomic.Int64
+	}
+}
+
+// Defaults for the zero Config.
+const defaultLifetime = 2 * time.Second
+
+var defaultScopes = []string{"mcp:read", "mcp:write", "offline_access"}
+
+// Start listens on 127.0.0.1 on a free port and serves cfg until Close.
+// It is safe for concurrent use; each call starts an independent server.
+func Start(cfg Config) (*Server, error) {
+	if cfg.AccessTokenLifetime <= 0 {
+		cfg.AccessTokenLifetime = defaultLifetime
+	}
+	if cfg.ScopesSupported == nil {
+		cfg.ScopesSupported = defaultScopes
+	}
+	cfg.ScopesSupported = slices.Clone(cfg.ScopesSupported)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("authserver: listen: %w", err)
+	}
+	s := &Server{
+		cfg:       cfg,
+		url:       "http://" + ln.Addr().String(),
+		served:    make(chan struct{}),
+		clients:   map[string]*client{},
+		codes:     map[string]*authCode{},
+		access:    map[string]*accessToken{},
+		refresh:   map[string]*refreshToken{},
+		resources: map[string]bool{},
+	}
+	if cfg.ClientID != "" {
+		s.clients[cfg.ClientID] = &client{id: cfg.ClientID, secret: cfg.ClientSecret, preRegistered: true}
+	}
+	s.httpS = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.httpS.Serve(ln)
+	}()
+	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.serveMetadata)
+	mux.HandleFunc("GET /.well-known/openid-configuration", s.serveMetadata)
+	mux.HandleFunc("POST /register", s.serveRegister)
+	mux.HandleFunc("GET /authorize", s.serveAuthorize)
+	mux.HandleFunc("POST /token", s.serveToken)
+	mux.HandleFunc("POST /revoke", s.serveRevoke)
+	return mux
+}
+
+// URL returns the issuer, "http://127.0.0.1:PORT" with no trailing slash.
+// It is safe for concurrent use.
+func (s *Server) URL() string { return s.url }
+
+// Close stops the server, closing every connection, and returns once it has
+// stopped serving. Guards returned by Protect keep working. It is safe for
+// concurrent use and idempotent.
+func (s *Server) Close() {
+	_ = s.httpS.Close()
+	<-s.served
+}
+
+// SetDown simulates an outage: while down, every endpoint of the
+// authorization server answers 503 without Retry-After. Protect keeps
+// validating tokens already issued, as a resource server that checks tokens
+// locally would. It is safe for concurrent use.
+func (s *Server) SetDown(down bool) { s.down.Store(down) }
+
+// SetDeny makes the authorization endpoint refuse every request from now on
+// (or no longer), redirecting with error=access_denied as when a user
+// declines consent. It is safe for concurrent use.
+func (s *Server) SetDeny(deny bool) { s.deny.Store(deny) }
+
+// InvalidateAccessTokens makes Protect refuse every access token issued so
+// far with invalid_token; refresh tokens stay valid, so a client recovers
+// by refreshing. It is safe for concurrent use.
+func (s *Server) InvalidateAccessTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+}
+
+// Revoke revokes every grant made so far: all access tokens are refused,
+// all refresh tokens answer invalid_grant, and authorization codes not yet
+// exchanged are forgotten. Grants made afterwards are unaffected. It is
+// safe for concurrent use.
+func (s *Server) Revoke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Every grant issued at least one access token when it was made, so
+	// this reaches them all.
+	for _, t := range s.access {
+		t.grant.revoked = true
+	}
+	clear(s.codes)
+}
+
+// RequireScopes makes Protect answer 403 insufficient_scope to a valid token
+// that lacks any of scopes; with no arguments nothing is required. It is
+// safe for concurrent use.
+func (s *Server) RequireScopes(scopes ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.required = slices.Clone(scopes)
+}
+
+// ValidToken reports whether token is an access token Protect currently
+// accepts: issued here, not expired, invalidated or revoked. The resource it
+// is bound to and RequireScopes are not considered. It is safe for
+// concurrent use.
+func (s *Server) ValidToken(token string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.validLocked(token) != nil
+}
+
+// Stats returns a snapshot of the counters. It is safe for concurrent use;
+// counters updated concurrently with it may or may not be included.
+func (s *Server) Stats() Stats {
+	st := &s.stats
+	return Stats{
+		TokensIssued:           st.tokensIssued.Load(),
+		Refreshes:              st.refreshes.Load(),
+		ReuseDetected:          st.reuseDetected.Load(),
+		Authorizations:         st.authorizations.Load(),
+		ClientCredentials:      st.clientCredentials.Load(),
+		Registrations:          st.registrations.Load(),
+		TokenRequests:          st.tokenRequests.Load(),
+		TokenRequestsWhileDown: st.tokenRequestsWhileDown.Load(),
+		Refused401:             st.refused401.Load(),
+		Refused403:             st.refused403.Load(),
+	}
+}
+
+// refuseIfDown answers 503 and reports true while SetDown is in effect.
+func (s *Server) refuseIfDown(w http.ResponseWriter) bool {
+	if !s.down.Load() {
+		return false
+	}
+	writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the authorization server is down")
+	return true
+}
