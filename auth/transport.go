@@ -119,10 +119,18 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
+// withToken is req with the token's header: a shallow copy with its own
+// header map (a RoundTripper must not change the request it was given), as
+// x/oauth2's Transport does; req.Clone would copy much more per call.
 func withToken(req *http.Request, token string) *http.Request {
-	r := req.Clone(req.Context())
+	r := new(http.Request)
+	*r = *req
+	r.Header = req.Header.Clone()
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
 	if token != "" {
-		r.Header.Set("Authorization", "Bearer "+token)
+		r.Header["Authorization"] = []string{"Bearer " + token}
 	}
 	return r
 }
