@@ -207,8 +207,8 @@ func TestOAuthWithoutAWayToAuthorize(t *testing.T) {
 
 func TestOAuthOptionsRejected(t *testing.T) {
 	for name, opts := range map[string][]client.Option{
-		"both token sources": {client.WithOAuth(client.OAuthConfig{}), client.WithBearerToken(func(context.Context, string) (string, error) { return "t", nil })},
-		"Authorize without RedirectURI": {client.WithOAuth(client.OAuthConfig{Authorize: func(context.Context, string) (string, error) { return "", nil }})},
+		"both token sources":                  {client.WithOAuth(client.OAuthConfig{}), client.WithBearerToken(func(context.Context, string) (string, error) { return "t", nil })},
+		"Authorize without RedirectURI":       {client.WithOAuth(client.OAuthConfig{Authorize: func(context.Context, string) (string, error) { return "", nil }})},
 		"client_credentials without ClientID": {client.WithOAuth(client.OAuthConfig{GrantType: client.GrantClientCredentials})},
 	} {
 		if c, err := client.New("http://127.0.0.1:1/mcp", opts...); err == nil {
