@@ -1,16 +1,37 @@
 // Package auth is who may call: one token source per client, shared by all
-// its sessions and goroutines, applied as an http.RoundTripper. It knows
-// HTTP, not MCP sessions.
+// its sessions and goroutines, applied as an http.RoundTripper under
+// mcp-go's transport. It knows HTTP and OAuth, not MCP sessions.
 //
-// What is here: a Source that hands out the current token and replaces a
-// rejected one once for every request rejected with it (16 goroutines
-// refused with the same token cause one refresh), and a Transport that adds
-// the token to requests for one origin only (scheme, host and port: Go's
-// redirect policy compares host names alone) and sends a request again
-// after a 401 with the replacement, which is safe for any request: a 401
-// means it did not run. The OAuth 2.1 flow (discovery, registration,
-// refresh tokens, step-up) builds on these.
+// Transport adds the token to requests for one origin only (scheme, host
+// and port: Go's redirect policy compares host names alone), sends a
+// request again after a 401 with a replacement (safe for any request: a
+// 401 means it did not run), and after a 403 insufficient_scope with a
+// token of more scope. Its Authorizer is a Source (a token obtained
+// elsewhere, replaced once for every request rejected with it) or an OAuth.
 //
-// Written by hand, because no library has it: the refresh keyed on the
-// rejected token, and the per-request origin check.
+// OAuth is MCP's authorization (2025-11-25, with the 2025-03-26
+// fallbacks): discovery from the WWW-Authenticate challenge (RFC 9728,
+// RFC 8414, OpenID), client ID metadata documents or dynamic registration
+// (RFC 7591), PKCE S256, resource indicators (RFC 8707) on every request
+// to the authorization server, scope selection and step-up, token endpoint
+// authentication none, client_secret_basic, client_secret_post and
+// private_key_jwt (RFC 7523), the authorization-code and client_credentials
+// grants. Its lifecycle: a refresh 10 % of the lifetime before expiry, one
+// for all callers (a rotated refresh token is sent once); a lost grant is
+// an Error at once, with one authorization in the background; an
+// unreachable authorization server is paced by one backoff while a valid
+// token keeps working.
+//
+// From libraries: golang.org/x/oauth2 does the authorization URL, PKCE,
+// the code exchange, the refresh and the client_credentials grant;
+// mcp-go's transport.TokenStore keeps tokens and its AuthServerMetadata
+// type reads RFC 8414 documents. Written here because no library has it:
+// discovery with MCP's fallback order, dynamic registration (x/oauth2 has
+// none), the refresh keyed on the rejected token with its shared backoff,
+// step-up, the per-request origin check, adding resource and the client
+// assertion to x/oauth2's token requests (its refresh takes no
+// parameters), and signing the assertion (JWT libraries sign only with
+// concrete key types, not with a crypto.Signer such as an HSM's key).
+//
+// Nothing here puts a token, code, verifier or secret in an error or a log.
 package auth
