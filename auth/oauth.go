@@ -91,6 +91,9 @@ type OAuth struct {
 
 	refreshes, refreshFailures, authorizations atomic.Uint64
 
+	saveMu   sync.Mutex // orders writes to the token store
+	savedGen int64      // the generation last written
+
 	mu         sync.Mutex
 	loaded     bool
 	challenged bool      // a server refused a request for want of a token
@@ -103,6 +106,7 @@ type OAuth struct {
 	refused    map[string]bool // scope sets an authorization did not give
 	lost       error           // the grant is lost: calls fail at once
 	renewing   *renewal        // the one token request or authorization under way
+	gen        int64           // tokens obtained so far
 	retryAt    time.Time       // the authorization server is down: no request before
 	backoff    backoff.BackOff
 }
@@ -371,9 +375,18 @@ func (o *OAuth) run(r *renewal, refreshToken string) {
 	defer cancel()
 	tok, scopes, err := o.obtain(ctx, r, refreshToken)
 
+	var saved *transport.Token
+	var gen int64
+	defer func() {
+		// The token store is the user's and may be slow: it is written
+		// after the waiters are released, in the order tokens came.
+		close(r.done)
+		if saved != nil {
+			o.save(saved, gen)
+		}
+	}()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	defer close(r.done)
 	o.renewing = nil
 	r.err = err
 	switch {
@@ -386,7 +399,8 @@ func (o *OAuth) run(r *renewal, refreshToken string) {
 		} else {
 			o.authorizations.Add(1)
 		}
-		o.save(tok, scopes)
+		o.gen++
+		saved, gen = o.storedLocked(), o.gen
 	case isUnavailable(err):
 		var u *unavailableError
 		errors.As(err, &u)
@@ -530,8 +544,21 @@ func (o *OAuth) load(ctx context.Context) {
 	o.setLocked(&oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.ExpiresAt}, strings.Fields(t.Scope))
 }
 
-func (o *OAuth) save(tok *oauth2.Token, scopes []string) {
-	t := &transport.Token{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Scope: strings.Join(scopes, " "), ExpiresAt: tok.Expiry}
+// storedLocked is the current token as the token store keeps it.
+func (o *OAuth) storedLocked() *transport.Token {
+	return &transport.Token{AccessToken: o.tok.AccessToken, TokenType: o.tok.TokenType, RefreshToken: o.tok.RefreshToken,
+		Scope: strings.Join(o.held, " "), ExpiresAt: o.tok.Expiry}
+}
+
+// save writes t, the gen-th token obtained, to the token store unless a
+// newer one was written first.
+func (o *OAuth) save(t *transport.Token, gen int64) {
+	o.saveMu.Lock()
+	defer o.saveMu.Unlock()
+	if gen <= o.savedGen {
+		return
+	}
+	o.savedGen = gen
 	ctx, cancel := context.WithTimeout(o.life, refreshTimeout)
 	defer cancel()
 	if err := o.cfg.TokenStore.SaveToken(ctx, t); err != nil {
