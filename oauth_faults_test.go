@@ -217,3 +217,30 @@ func TestOAuthOptionsRejected(t *testing.T) {
 		}
 	}
 }
+
+// A token kept in the TokenStore outlives the client: a new client (a
+// restarted agent) with the same store and client ID calls without asking
+// the user, and refreshes with the stored refresh token.
+func TestOAuthTokenStoreOutlivesTheClient(t *testing.T) {
+	const lifetime = time.Second
+	o := newOAuthRig(t, authserver.Config{AccessTokenLifetime: lifetime, ClientID: "agent"}, testserver.Config{Era: testserver.StatelessEra},
+		client.OAuthConfig{ClientID: "agent"})
+	o.mustEcho("first process")
+	o.c.Close()
+	c, err := client.New(o.srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "agent", TokenStore: o.store,
+		RedirectURI: "http://127.0.0.1:8976/callback", Authorize: o.browser.authorize}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := callTool(o.ctx(), c, "echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatalf("with the stored token: %v", err)
+	}
+	time.Sleep(lifetime + 200*time.Millisecond)
+	if _, err := callTool(o.ctx(), c, "echo", map[string]any{"text": "x"}); err != nil {
+		t.Fatalf("after the stored token expired: %v", err)
+	}
+	if st := o.as.Stats(); o.browser.opened.Load() != 1 || st.Refreshes != 1 || st.ReuseDetected != 0 {
+		t.Errorf("user asked %d times, %d refreshes, %d reuses; want 1, 1, 0", o.browser.opened.Load(), st.Refreshes, st.ReuseDetected)
+	}
+}
