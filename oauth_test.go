@@ -78,19 +78,9 @@ type browser struct {
 
 func (b *browser) authorize(ctx context.Context, authURL string) (string, error) {
 	b.opened.Add(1)
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
+	loc, err := authserver.Approve(ctx, authURL)
 	if err != nil {
 		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if loc == "" {
-		return "", fmt.Errorf("authorization endpoint: %s", resp.Status)
 	}
 	b.mu.Lock()
 	for _, k := range []string{"code=", "code_verifier="} {

@@ -30,18 +30,9 @@ func ExampleWithOAuth() {
 
 	c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{
 		RedirectURI: "http://127.0.0.1:8976/callback",
-		Authorize: func(ctx context.Context, authURL string) (string, error) {
-			// Open authURL in the user's browser and return the URL the
-			// browser was redirected to. Here: follow one redirect.
-			hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return "", err
-			}
-			resp.Body.Close()
-			return resp.Header.Get("Location"), nil
-		},
+		// Open authURL in the user's browser and return the URL the browser
+		// was redirected to. This authorization server needs no user.
+		Authorize: authserver.Approve,
 	}))
 	if err != nil {
 		log.Fatal(err)

@@ -57,7 +57,7 @@ func run() error {
 		// A real agent opens a browser here; this user approves at once.
 		Authorize: func(ctx context.Context, authURL string) (string, error) {
 			fmt.Println("  the user is asked to authorize")
-			return followOnce(ctx, authURL)
+			return authserver.Approve(ctx, authURL)
 		},
 	}))
 	if err != nil {
@@ -142,23 +142,4 @@ func run() error {
 	fmt.Printf("client stats: %d token refreshes (%d failed while the server was down), %d authorizations, %d calls refused for authorization\n",
 		s.TokenRefreshes, s.TokenRefreshFailures, s.Authorizations, s.AuthorizationRequired)
 	return nil
-}
-
-// followOnce opens authURL like a browser and returns where it was
-// redirected, without following.
-func followOnce(ctx context.Context, authURL string) (string, error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	if loc := resp.Header.Get("Location"); loc != "" {
-		return loc, nil
-	}
-	return "", fmt.Errorf("no redirect: %s", resp.Status)
 }
