@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,13 @@ func (b *browser) authorize(ctx context.Context, authURL string) (string, error)
 	}
 	b.mu.Unlock()
 	return loc, nil
+}
+
+// seen is every code and challenge the browser saw so far.
+func (b *browser) seen() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.codes)
 }
 
 // recordingStore is a token store that remembers every token it was given.
@@ -226,7 +234,7 @@ func TestOAuthLifecycle(t *testing.T) {
 	}
 
 	// Secrets never in logs, errors or Stats.
-	secrets := append(o.store.secrets(), o.browser.codes...)
+	secrets := append(o.store.secrets(), o.browser.seen()...)
 	seen := logs.String() + fmt.Sprint(err) + fmt.Sprintf("%+v", o.c.Stats()) + strings.Join(cs.errs, "")
 	for _, s := range secrets {
 		if strings.Contains(seen, s) {
