@@ -272,7 +272,7 @@ func (o *OAuth) authorizationCode(ctx context.Context, d *discovery, id *identit
 	redirected, err := o.cfg.Authorize(actx, authURL)
 	cancel()
 	if err != nil {
-		return nil, &Error{Reason: ReasonDenied, Err: fmt.Errorf("Authorize: %w", err)}
+		return nil, &Error{Reason: ReasonDenied, Err: &redacted{err: err, text: "Authorize: " + strings.ReplaceAll(err.Error(), authURL, d.as.AuthorizationEndpoint)}}
 	}
 	got, err := url.Parse(redirected)
 	want, _ := url.Parse(o.cfg.RedirectURI)
@@ -333,6 +333,17 @@ func (o *OAuth) clientCredentials(ctx context.Context, d *discovery, id *identit
 	}
 	return tok, nil
 }
+
+// redacted is an error whose text no longer holds the authorization URL
+// (its state and code challenge): an Authorize func's error, such as an
+// HTTP client's, often quotes the URL it failed to open.
+type redacted struct {
+	err  error
+	text string
+}
+
+func (r *redacted) Error() string { return r.text }
+func (r *redacted) Unwrap() error { return r.err }
 
 func randomString() string {
 	b := make([]byte, 24)

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -10,8 +11,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -98,4 +102,36 @@ func decode(t *testing.T, part string, v any) {
 	if err != nil || json.Unmarshal(raw, v) != nil {
 		t.Fatalf("undecodable JWT part %q", part)
 	}
+}
+
+// An Authorize func that fails quoting the authorization URL: the error
+// says so without the URL's state and code challenge.
+func TestAuthorizeErrorHidesTheAuthorizationURL(t *testing.T) {
+	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{
+		RedirectURI: "http://127.0.0.1:2/cb",
+		Authorize: func(_ context.Context, authURL string) (string, error) {
+			return "", fmt.Errorf("Get %q: connection refused: %w", authURL, errBrowser)
+		},
+	}, Env{})
+	defer o.Close()
+	d := &discovery{resource: "http://127.0.0.1:1/mcp"}
+	d.as.AuthorizationEndpoint, d.as.TokenEndpoint = "http://127.0.0.1:3/authorize", "http://127.0.0.1:3/token"
+	_, err := o.authorizationCode(t.Context(), d, &identity{clientID: "c", method: "none"}, nil)
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Reason != ReasonDenied || !errors.Is(err, errBrowser) {
+		t.Fatalf("err = %v; want %s wrapping the func's error", err, ReasonDenied)
+	}
+	if s := err.Error(); strings.Contains(s, "state=") || strings.Contains(s, "code_challenge") || !strings.Contains(s, "http://127.0.0.1:3/authorize") {
+		t.Errorf("error text %q: want the endpoint without the query", s)
+	}
+}
+
+var errBrowser = errors.New("no browser")
+
+func mustParse(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
