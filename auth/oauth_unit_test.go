@@ -15,11 +15,16 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 func TestParseChallenge(t *testing.T) {
@@ -134,4 +139,54 @@ func mustParse(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// A token endpoint that answers 503 with Retry-After: 1 is not asked again
+// before that second, however many callers wait; a caller whose deadline
+// comes first gets ErrUnavailable at once.
+func TestRefreshHonoursRetryAfter(t *testing.T) {
+	var requests atomic.Int32
+	var up atomic.Bool
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if !up.Load() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"a2","token_type":"Bearer","expires_in":60,"refresh_token":"r2"}`))
+	}))
+	defer as.Close()
+	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{}, Env{})
+	defer o.Close()
+	o.loaded, o.challenged = true, true
+	o.disc = &discovery{resource: "http://127.0.0.1:1/mcp"}
+	o.disc.as.TokenEndpoint = as.URL + "/token"
+	o.id = &identity{clientID: "c", method: "none"}
+	o.tok = &oauth2.Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			if _, err := o.Token(ctx); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("while the server is down: %v; want ErrUnavailable", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d token requests within the Retry-After second; want 1", n)
+	}
+	up.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if tok, err := o.Token(ctx); tok != "a2" || err != nil {
+		t.Errorf("after the pause: %q, %v", tok, err)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d token requests in all; want 2", n)
+	}
 }
