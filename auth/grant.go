@@ -175,7 +175,7 @@ func (o *OAuth) tokenContext(ctx context.Context, d *discovery, id *identity) (c
 			return nil, &Error{Reason: ReasonInvalidClient, Err: err}
 		}
 		rt.assertion = func() (string, error) {
-			return clientAssertion(o.cfg.PrivateKey, alg, o.cfg.KeyID, id.clientID, d.as.Issuer, o.now())
+			return clientAssertion(o.cfg.PrivateKey, alg, o.cfg.KeyID, id.clientID, d.as.Issuer, time.Now())
 		}
 	}
 	if rt.base == nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"golang.org/x/oauth2"
+
+	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
 // Config is how a client authorizes with OAuth 2.1 as the MCP
@@ -80,7 +82,6 @@ type OAuth struct {
 	cfg      Config
 	env      Env
 	endpoint *url.URL
-	now      func() time.Time
 
 	life context.Context // ended by Close: detached renewals end with it
 	stop context.CancelFunc
@@ -138,7 +139,7 @@ func NewOAuth(endpoint *url.URL, cfg Config, env Env) *OAuth {
 			return b
 		}
 	}
-	o := &OAuth{cfg: cfg, env: env, endpoint: endpoint, now: time.Now, refused: map[string]bool{}}
+	o := &OAuth{cfg: cfg, env: env, endpoint: endpoint, refused: map[string]bool{}}
 	o.backoff = env.NewBackOff()
 	o.life, o.stop = context.WithCancel(context.Background())
 	return o
@@ -164,7 +165,7 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 	o.load(ctx)
 	for renewed := 0; renewed < maxRenewals; {
 		o.mu.Lock()
-		now := o.now()
+		now := time.Now()
 		if o.validLocked(now) {
 			if !now.Before(o.refreshAt) && o.renewing == nil && !now.Before(o.retryAt) && o.canRenewLocked() {
 				o.startLocked(nil)
@@ -209,18 +210,21 @@ func (o *OAuth) joinLocked(ctx context.Context, now time.Time, scopes []string) 
 	if r := o.renewing; r != nil {
 		return r, nil
 	}
-	wait := o.retryAt.Sub(now)
-	if wait <= 0 {
+	pause := o.retryAt.Sub(now)
+	if pause <= 0 {
 		return o.startLocked(scopes), nil
 	}
-	if deadline, ok := ctx.Deadline(); ok && deadline.Before(now.Add(wait)) {
-		return nil, fmt.Errorf("%w: next attempt in %v, after the deadline: %w", ErrUnavailable, wait.Round(time.Millisecond), context.DeadlineExceeded)
+	if deadline, ok := ctx.Deadline(); ok && deadline.Before(now.Add(pause)) {
+		return nil, fmt.Errorf("%w: next attempt in %v, after the deadline: %w", ErrUnavailable, pause.Round(time.Millisecond), context.DeadlineExceeded)
 	}
 	o.mu.Unlock()
-	err := sleep(ctx, wait)
+	ended := wait.Sleep(ctx, pause, o.life.Done())
 	o.mu.Lock()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	switch ended {
+	case wait.Cancelled:
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	case wait.Stopped:
+		return nil, fmt.Errorf("%w: the client closed", ErrUnavailable)
 	}
 	return nil, nil
 }
@@ -238,7 +242,7 @@ func (o *OAuth) Rejected(ctx context.Context, token string, ch Challenge) (strin
 	}
 	if o.tok != nil && o.tok.AccessToken == token && token != "" {
 		// Thought valid, refused: it is not. Keep its refresh token.
-		o.tok.Expiry, o.refreshAt = o.now().Add(-time.Second), time.Time{}
+		o.tok.Expiry, o.refreshAt = time.Now().Add(-time.Second), time.Time{}
 	}
 	o.mu.Unlock()
 	t, err := o.Token(ctx)
@@ -257,7 +261,7 @@ func (o *OAuth) InsufficientScope(ctx context.Context, token string, ch Challeng
 		o.mu.Lock()
 		want := union(o.held, ch.Scopes)
 		switch {
-		case o.tok != nil && o.tok.AccessToken != token && o.validLocked(o.now()) && subset(want, o.held):
+		case o.tok != nil && o.tok.AccessToken != token && o.validLocked(time.Now()) && subset(want, o.held):
 			t := o.tok.AccessToken
 			o.mu.Unlock()
 			return t, nil
@@ -269,7 +273,7 @@ func (o *OAuth) InsufficientScope(ctx context.Context, token string, ch Challeng
 			o.mu.Unlock()
 			return "", err
 		}
-		r, err := o.joinLocked(ctx, o.now(), want)
+		r, err := o.joinLocked(ctx, time.Now(), want)
 		o.mu.Unlock()
 		if err != nil {
 			return "", err

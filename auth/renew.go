@@ -70,7 +70,7 @@ func (o *OAuth) run(r *renewal, refreshToken string) {
 		var u *unavailableError
 		errors.As(err, &u)
 		pause := max(o.backoff.NextBackOff(), u.retryAfter)
-		o.retryAt = o.now().Add(pause)
+		o.retryAt = time.Now().Add(pause)
 		if r.reason == "refresh" {
 			o.refreshFailures.Add(1)
 		}
@@ -87,7 +87,7 @@ func (o *OAuth) run(r *renewal, refreshToken string) {
 			o.disc = nil
 		}
 		o.env.Logger.Warn("authorization failed", "step", r.reason, "err", err)
-		if len(r.scopes) > 0 && o.validLocked(o.now()) {
+		if len(r.scopes) > 0 && o.validLocked(time.Now()) {
 			return // a step-up refused: the token held still serves what it did
 		}
 		o.tok, o.lost = nil, err
@@ -186,7 +186,7 @@ func (o *OAuth) setLocked(tok *oauth2.Token, scopes []string) {
 	o.tok, o.held = tok, union(nil, scopes)
 	o.refreshAt = time.Time{}
 	if !tok.Expiry.IsZero() {
-		ahead := min(tok.Expiry.Sub(o.now())/10, 5*time.Minute)
+		ahead := min(tok.Expiry.Sub(time.Now())/10, 5*time.Minute)
 		o.refreshAt = tok.Expiry.Add(-ahead)
 	} else {
 		o.refreshAt = time.Unix(1<<62, 0)
@@ -247,14 +247,3 @@ func subset(a, b []string) bool {
 }
 
 func key(scopes []string) string { return strings.Join(union(nil, scopes), " ") }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
