@@ -186,7 +186,7 @@ func (o *OAuth) setLocked(tok *oauth2.Token, scopes []string) {
 	o.tok, o.held = tok, union(nil, scopes)
 	o.refreshAt = time.Time{}
 	if !tok.Expiry.IsZero() {
-		ahead := min(tok.Expiry.Sub(time.Now())/10, 5*time.Minute)
+		ahead := min(time.Until(tok.Expiry)/10, 5*time.Minute)
 		o.refreshAt = tok.Expiry.Add(-ahead)
 	} else {
 		o.refreshAt = time.Unix(1<<62, 0)
