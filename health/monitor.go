@@ -12,10 +12,14 @@ package health
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // DefaultTimeout is the Timeout of a probe when none is set: half the
@@ -47,7 +51,9 @@ type Config struct {
 	// Threshold is the number of failed probes in a row after which the
 	// member is unhealthy. Default 1.
 	Threshold int
-	// Probe asks the member whether it is alive.
+	// Probe asks the member whether it is alive. An error that wraps a
+	// *BusyError means the member answered but asked to be left alone for a
+	// while: not a failure, and the next background probe waits for it.
 	Probe func(ctx context.Context) error
 	// OnProbe is told of every probe's result and the failures in a row
 	// after it.
@@ -58,6 +64,22 @@ type Config struct {
 	OnUnhealthy func(err error)
 }
 
+// BusyError is a probe's answer from a member that is alive but asks not to
+// be probed again before After (an HTTP 503 or 429 with Retry-After): it is
+// neither a failure nor a sign of life. The background prober waits at least
+// After before the next probe; Check returns it to the caller, who decides
+// what a busy member means for its own work.
+type BusyError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("busy, asked to wait %v: %v", e.After, e.Err)
+}
+
+func (e *BusyError) Unwrap() error { return e.Err }
+
 // Monitor watches one member. It is safe for concurrent use.
 //
 // The background prober is a timer, not a goroutine: it fires when the
@@ -65,15 +87,22 @@ type Config struct {
 // Touch records with one atomic store), and either probes or sets itself for
 // the new due time.
 type Monitor struct {
-	cfg      Config
-	last     atomic.Int64 // unix nanoseconds of the last sign of life
-	failures atomic.Int32
-	gaveUp   atomic.Bool
+	cfg       Config
+	last      atomic.Int64 // unix nanoseconds of the last sign of life
+	busyUntil atomic.Int64 // unix nanoseconds before which the member asked not to be probed
+	failures  atomic.Int32
+	gaveUp    atomic.Bool
 
+	// probes is the probe under way, shared by every Check that asks
+	// meanwhile; each waits for it within its own context.
+	probes singleflight.Group
+
+	// mu guards the fields below. It is the only lock of a Monitor; no
+	// Config callback runs under it.
 	mu      sync.Mutex
 	stopped bool
-	flight  *flight            // the probe under way, shared by every Check
 	cancel  context.CancelFunc // ends the probe under way
+	probing sync.WaitGroup     // the probe under way; Add only while !stopped
 	timer   *time.Timer        // the background prober; nil without Interval
 	ticking sync.WaitGroup     // a timer callback under way; Add only while !stopped
 
@@ -81,12 +110,6 @@ type Monitor struct {
 	// timer is set again only at the end of a callback.
 	lastProbe int64         // unix nanoseconds of the end of the last background probe, or Start
 	wait      time.Duration // from the later of lastProbe and last to the next probe
-}
-
-// flight is one probe and everyone waiting for its result.
-type flight struct {
-	done chan struct{}
-	err  error
 }
 
 // Start returns a Monitor that counts the member alive as of now, and starts
@@ -133,36 +156,43 @@ func (m *Monitor) Failures() int { return int(m.failures.Load()) }
 func (m *Monitor) Unhealthy() bool { return m.gaveUp.Load() }
 
 // Check probes the member now, once for every caller that asks while a probe
-// is under way, and returns its result. A caller whose ctx ends first still
-// waits for the probe, which Timeout bounds. After Stop it returns
+// is under way, and returns its result. Each caller waits within its own
+// ctx: one whose ctx ends first returns ctx's error at once, and the probe,
+// which Timeout bounds, goes on for the others. After Stop it returns
 // context.Canceled without probing.
 func (m *Monitor) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	done := m.probes.DoChan("", m.runProbe)
+	select {
+	case r := <-done:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runProbe is the shared probe of Check: detached from any caller's
+// context, bounded by Timeout, ended by Stop.
+func (m *Monitor) runProbe() (any, error) {
 	m.mu.Lock()
 	if m.stopped {
 		m.mu.Unlock()
-		return context.Canceled
+		return nil, context.Canceled
 	}
-	if f := m.flight; f != nil {
-		m.mu.Unlock()
-		<-f.done
-		return f.err
-	}
-	f := &flight{done: make(chan struct{})}
-	m.flight = f
 	pctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
 	m.cancel = cancel
+	m.probing.Add(1)
 	m.mu.Unlock()
+	defer m.probing.Done()
 
-	f.err = m.probe(pctx)
+	err := m.probe(pctx)
 	cancel()
 	m.mu.Lock()
-	m.flight, m.cancel = nil, nil
+	m.cancel = nil
 	m.mu.Unlock()
-	close(f.done)
-	return f.err
+	return nil, err
 }
 
 // Stop ends the background prober and any probe under way, and returns once
@@ -178,21 +208,28 @@ func (m *Monitor) Stop() {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	f := m.flight
 	m.mu.Unlock()
 	m.ticking.Wait()
-	if f != nil {
-		<-f.done
-	}
+	m.probing.Wait()
 }
 
 func (m *Monitor) probe(ctx context.Context) error {
 	err := m.cfg.Probe(ctx)
+	var busy *BusyError
 	failures := 0
-	if err == nil {
+	switch {
+	case err == nil:
 		m.Touch()
 		m.failures.Store(0)
-	} else {
+	case errors.As(err, &busy):
+		// Alive, and asking for a pause: the failures in a row stand.
+		m.busyUntil.Store(time.Now().Add(busy.After).UnixNano())
+		failures = int(m.failures.Load())
+		if m.cfg.OnProbe != nil {
+			m.cfg.OnProbe(err, failures)
+		}
+		return err
+	default:
 		failures = int(m.failures.Add(1))
 	}
 	if m.cfg.OnProbe != nil {
@@ -222,7 +259,7 @@ func (m *Monitor) tick() {
 	m.mu.Unlock()
 	defer m.ticking.Done()
 
-	due := max(m.last.Load(), m.lastProbe) + int64(m.wait)
+	due := max(max(m.last.Load(), m.lastProbe)+int64(m.wait), m.busyUntil.Load())
 	if d := time.Duration(due - time.Now().UnixNano()); d > 0 {
 		m.after(d) // activity pushed the due time on
 		return

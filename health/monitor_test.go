@@ -357,3 +357,70 @@ func TestNoBackgroundProbesWithoutInterval(t *testing.T) {
 		}
 	})
 }
+
+// F31: a caller waiting for a probe that stalls returns by its own
+// deadline; the probe goes on, bounded by Timeout, for whoever else waits.
+func TestCheckReturnsByTheCallersDeadlineWhileTheProbeStalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &prober{block: true}
+		m := Start(Config{Timeout: 6 * time.Second, Probe: p.probe})
+		defer m.Stop()
+		patient := make(chan error, 1)
+		go func() { patient <- m.Check(context.Background()) }()
+		synctest.Wait()
+
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		err := m.Check(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 500*time.Millisecond {
+			t.Fatalf("Check = %v after %v; want the caller's deadline after 500ms", err, time.Since(start))
+		}
+		// The shared probe ran on to its own Timeout for the patient caller.
+		if err := <-patient; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the patient caller got %v; want the probe's timeout", err)
+		}
+		if n := len(p.times()); n != 1 {
+			t.Errorf("%d probes, want the one shared", n)
+		}
+	})
+}
+
+// F30: a member that answers busy is not failing: no failures are counted,
+// OnUnhealthy is not called, and the next background probe waits as long
+// as it asked.
+func TestBusyIsNotAFailureAndDelaysTheNextProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Time
+		busy := true
+		unhealthy := false
+		m := Start(Config{
+			Interval: time.Second, Jitter: 0.0001,
+			Probe: func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				at = append(at, time.Now())
+				if busy {
+					busy = false
+					return &BusyError{After: 10 * time.Second, Err: errors.New("503")}
+				}
+				return nil
+			},
+			OnUnhealthy: func(error) { unhealthy = true },
+		})
+		time.Sleep(15 * time.Second)
+		m.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if unhealthy || m.Failures() != 0 {
+			t.Fatalf("busy counted as failing: unhealthy %v, failures %d", unhealthy, m.Failures())
+		}
+		if len(at) < 2 {
+			t.Fatalf("%d probes in 15s; want the busy one and one after the pause", len(at))
+		}
+		if gap := at[1].Sub(at[0]); gap < 10*time.Second {
+			t.Errorf("next probe %v after the busy answer; want at least the 10s asked for", gap)
+		}
+	})
+}
