@@ -81,6 +81,11 @@ type Config[T comparable] struct {
 	// OnState is told of every member's transitions, with the Pool's lock
 	// held: it must be quick and must not call the Pool.
 	OnState func(member int, from, to State)
+	// RetryAfter, if set, is how long the other side asked the dial loop
+	// to wait after a failed dial (a server that answered "busy, come
+	// back in 5s"): the loop waits at least that, backoff or not. 0: no
+	// such request.
+	RetryAfter func(error) time.Duration
 	// OnDialError is told of each failed dial and the pause before the next
 	// (backoff.Stop when the loop ends).
 	OnDialError func(member int, err error, next time.Duration)
@@ -353,6 +358,9 @@ func (p *Pool[T]) run(m *member[T], loop uint64, prev T, cause error) {
 		next := backoff.Stop
 		if !p.cfg.Permanent(err) {
 			next = b.NextBackOff()
+			if p.cfg.RetryAfter != nil && next != backoff.Stop {
+				next = max(next, p.cfg.RetryAfter(err))
+			}
 		}
 		if next == backoff.Stop {
 			m.failed, m.failedIn = err, loop

@@ -172,6 +172,40 @@ func TestAcquireWaitsForAReplacementOnTheBackOffSchedule(t *testing.T) {
 	})
 }
 
+// busyError is a dial failure whose other side asked for a pause.
+type busyError struct{ after time.Duration }
+
+func (e busyError) Error() string { return "busy" }
+
+func TestDialLoopWaitsAsLongAsTheOtherSideAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &dialer{errs: []error{busyError{5 * time.Second}, errors.New("refused")}}
+		p := newPool(1, d, func(c *Config[*conn]) {
+			c.NewBackOff = constant(100 * time.Millisecond)
+			c.RetryAfter = func(err error) time.Duration {
+				var b busyError
+				if errors.As(err, &b) {
+					return b.after
+				}
+				return 0
+			}
+		})
+		defer p.Close()
+		start := time.Now()
+		l, err := p.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		want := []time.Duration{0, 5 * time.Second, 5*time.Second + 100*time.Millisecond}
+		for i, at := range d.attempts {
+			if got := at.Sub(start); got != want[i] {
+				t.Errorf("attempt %d at %v, want %v (the busy answer's pause, then the backoff's)", i, got, want[i])
+			}
+		}
+	})
+}
+
 func TestWaitErrorCarriesTheLastCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		refused := errors.New("connection refused")
