@@ -3,9 +3,12 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
@@ -49,15 +52,9 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		s := lease.Value()
 		if err := c.validate(ctx, s, r.revalidate); err != nil {
 			lease.Release()
-			// Nothing was sent: replace the session and take another.
-			var pe *probeError
-			switch {
-			case ctx.Err() != nil:
-				return r.fail("no session answered before the deadline", err, ctx.Err())
-			case errors.As(err, &pe) && pe.verdict.permanent():
-				return r.after(pe.verdict, pe.err, safe, deadline).err
+			if err := c.probeFailed(ctx, &r, s, err, deadline); err != nil {
+				return err
 			}
-			c.replace(s, err)
 			continue
 		}
 		r.revalidate = false
@@ -66,10 +63,11 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		lease.Release()
 		if err == nil {
 			s.health().Touch()
+			s.markServed()
 			return nil
 		}
 		r.ctxErr = ctx.Err()
-		v := classify(err, s.sessionEra, ex, r.ctxErr != nil)
+		v := classify(err, s, ex, r.ctxErr != nil)
 		if v.cause != nil {
 			err = v.cause
 		}
@@ -117,6 +115,45 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	}
 }
 
+// probeFailed decides what a failed probe of the session a call was about
+// to be sent on means for the call: the call was not sent, so the probe's
+// failure is the session's, never the call's outcome (F29). The session is
+// replaced and the call waits for another, within its deadline; a server
+// that answered "busy" keeps its session and the call waits as asked (F30);
+// only a refusal for want of authorization ends the call, which did not
+// run. nil: try again.
+func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *session, err error, deadline time.Time) error {
+	// A new session has just proved the server answers: it is not probed
+	// again for the same doubt.
+	r.revalidate = false
+	var busy *health.BusyError
+	var pe *probeError
+	switch {
+	case ctx.Err() != nil:
+		return r.fail("no session answered before the deadline", err, ctx.Err())
+	case c.closed.Load():
+		return r.closed(nil)
+	case errors.As(err, &busy):
+		pause := max(busy.After, r.nextPause())
+		if !deadline.IsZero() && time.Until(deadline) < pause {
+			return r.fail(fmt.Sprintf("the server is busy and the deadline leaves no time for the %v pause", pause.Round(time.Millisecond)), err, context.DeadlineExceeded)
+		}
+		c.log.Info("server busy; waiting before sending", "method", r.method, "pause", pause)
+		switch wait.Sleep(ctx, pause, c.lifetime.Done()) {
+		case wait.Stopped:
+			return r.closed(nil)
+		case wait.Cancelled:
+			return r.fail("the deadline passed while the server was busy", err, ctx.Err())
+		}
+		return nil
+	case errors.As(err, &pe) && pe.verdict.class == classAuth:
+		return authFailure(pe.err)
+	}
+	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", describe(err))
+	c.replace(s, err)
+	return nil
+}
+
 // acquireFailed turns the reason no session could be had into the caller's
 // error.
 func (c *ResilientClient) acquireFailed(r *retries, err error) error {
@@ -130,11 +167,8 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	// Opening a session failed with an error no retry can fix: the
 	// server's own answer to the handshake.
 	switch {
-	case classify(err, false, nil, false).class == classAuth:
-		if ise := new(InsufficientScopeError); errors.As(err, &ise) {
-			return ise
-		}
-		return authorizationRequired(authReason(err), err)
+	case classify(err, nil, nil, false).class == classAuth:
+		return authFailure(err)
 	case r.mayHaveRun:
 		return r.fail("reconnecting failed", err)
 	}

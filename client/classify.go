@@ -70,7 +70,9 @@ type verdict struct {
 	// renegotiate: the server rejected our protocol version; allowed once
 	// per call, so a server that rejects every version is not a loop.
 	renegotiate bool
-	// retryAfter: the server asked for this pause (429, 503).
+	// busy: the server declined the request unread (429, 503); it is
+	// there, and asked for retryAfter's pause.
+	busy       bool
 	retryAfter time.Duration
 	// idleClosed: the pooled connection had been closed by the server
 	// before the request was written on it, which says nothing of the
@@ -81,6 +83,16 @@ type verdict struct {
 	// dropped (a restart, an idle timeout), which says nothing of whether
 	// the server fails requests.
 	staleConnection bool
+	// sessionGone: whatever the request's outcome, the server no longer
+	// knows the session (a stream's resumption met 404 or 400): open a new
+	// one before anything is sent again.
+	sessionGone bool
+	// rpcAnswer: the server itself answered with a JSON-RPC error, so it
+	// is there and knows the session; for a probe, that is proof of life.
+	rpcAnswer bool
+	// why is what the failure was, for the call's error when the cause's
+	// own message would not say it (a stream cut before its answer).
+	why string
 }
 
 // mayHaveRun reports whether the attempt may have run on the server.
@@ -104,13 +116,16 @@ func (v verdict) permanent() bool {
 // classify decides what a failed attempt means. It is the one place that
 // interprets mcp-go's errors; every rule is by errors.Is/As or by what the
 // exchange recorded of the HTTP traffic, because mcp-go has no status type.
-func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
+// s is the session the attempt went out on, nil while opening one.
+func classify(err error, s *session, ex *exchange, ctxDone bool) verdict {
 	rec := ex.snapshot()
+	streamed, cut := ex.stream()
+	sessionEra := s != nil && s.sessionEra
 	writeFailed := isWriteError(err)
 	// Sent, as far as the client can tell: the request reached a
 	// connection and writing it did not fail. Not having reached one is
 	// believed only of a transport that reports the connections it takes.
-	sent := rec.started && (rec.gotConn || !rec.traced) && !writeFailed
+	sent := streamed || rec.started && (rec.gotConn || !rec.traced) && !writeFailed
 	v := func(c class) verdict { return verdict{class: c, sent: sent} }
 	switch {
 	case ctxDone:
@@ -118,6 +133,20 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 
 	case ex.refusal() != nil:
 		return refusedVerdict(ex.refusal())
+
+	case streamed:
+		// The server accepted the request and began answering, and the
+		// answer did not come: the stream was cut, or ended without it, and
+		// could not be resumed (F28). It may have run. Whatever a
+		// resumption met afterwards (a refused connection, a 404) is about
+		// the session, not about whether the request ran.
+		r := v(classUnknown)
+		r.why = "the response stream ended before the answer"
+		if cut {
+			r.why = "the response stream was cut before the answer"
+		}
+		r.sessionGone = sessionEra && staleSession(rec, s)
+		return r
 
 	case errors.Is(err, auth.ErrUnavailable):
 		// The authorization server could not be reached while the call
@@ -142,6 +171,11 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 		}
 		return v(classServer)
 
+	case sessionEra && staleSession(rec, s):
+		// The TypeScript SDK's servers, and the many copied from them,
+		// answer an unknown session with 400 and a JSON-RPC error (F26).
+		return v(classExpired)
+
 	case errors.Is(err, transport.ErrLegacySSEServer):
 		// initialize answered 4xx: not a Streamable HTTP endpoint.
 		return v(classServer)
@@ -158,7 +192,7 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 		// Both mean the server did not process the request (RFC 9110
 		// 15.6.4, RFC 6585 4).
 		r := v(classNotSent)
-		r.retryAfter = rec.retryAfter
+		r.busy, r.retryAfter = true, rec.retryAfter
 		return r
 
 	case rec.status == http.StatusBadGateway, rec.status == http.StatusGatewayTimeout:
@@ -174,7 +208,9 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	case !errors.As(err, new(*transport.Error)):
 		// Not a transport failure: the server answered with a JSON-RPC
 		// error.
-		return v(classServer)
+		r := v(classServer)
+		r.rpcAnswer = true
+		return r
 
 	case isDialError(err):
 		r := v(classNotSent)
@@ -203,6 +239,44 @@ func classify(err error, sessionEra bool, ex *exchange, ctxDone bool) verdict {
 	return r
 }
 
+// staleSession reports whether the last request's answer says the server no
+// longer knows the session it carried (F26): a 404, or a 400 with a
+// JSON-RPC error, to a request with a session id on a session the server has
+// accepted before. A 400 on a session that has served nothing yet is the
+// server's answer to the request, as is an error that can only be about the
+// request itself.
+func staleSession(rec record, s *session) bool {
+	if !rec.withSession || s == nil || !s.served.Load() {
+		return false
+	}
+	switch rec.status {
+	case http.StatusNotFound:
+		return true
+	case http.StatusBadRequest:
+		return rec.rpcError && !requestFault(rec.rpcCode)
+	}
+	return false
+}
+
+// requestFault reports whether a JSON-RPC error code is about the request
+// as sent (it would be refused by any session): not a sign of a lost one.
+func requestFault(code int) bool {
+	switch code {
+	case mcp.PARSE_ERROR, mcp.METHOD_NOT_FOUND, mcp.INVALID_PARAMS:
+		return true
+	}
+	return false
+}
+
+// authFailure is the caller's error for a request refused for want of
+// authorization: *InsufficientScopeError as is, else ErrAuthorizationRequired.
+func authFailure(err error) error {
+	if ise := new(InsufficientScopeError); errors.As(err, &ise) {
+		return ise
+	}
+	return authorizationRequired(authReason(err), err)
+}
+
 // authReason is the Reason of an authorization failure: the token layer's,
 // or no_token for a server that wants authorization the client cannot give.
 func authReason(err error) string {
@@ -225,8 +299,8 @@ func isWriteError(err error) bool {
 // answeredByServer reports whether err is the server's own answer to a
 // request (a JSON-RPC error, a method it does not have), which sending
 // again would only repeat, as opposed to the request failing on its way.
-func answeredByServer(err error, sessionEra bool) bool {
-	return classify(err, sessionEra, nil, false).class == classServer
+func answeredByServer(err error, s *session) bool {
+	return classify(err, s, nil, false).class == classServer
 }
 
 // isServerClosedIdle reports whether net/http failed the request because
@@ -311,10 +385,7 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 		return action{err: err}
 
 	case classAuth:
-		if ise := new(InsufficientScopeError); errors.As(err, &ise) {
-			return action{err: ise}
-		}
-		return action{err: authorizationRequired(authReason(err), err)}
+		return action{err: authFailure(err)}
 
 	case classExpired:
 		// Every goroutine that used this lease's generation sees this; the
@@ -358,12 +429,15 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 
 	case classUnknown:
 		a := action{closeIdle: true}
-		if v.corrupt {
+		switch {
+		case v.corrupt:
 			a.discard = &lostError{kind: lossCorrupt, err: err}
+		case v.sessionGone:
+			a.discard = &lostError{kind: lossExpired, err: err}
 		}
 		if !safe() {
 			a.refused = true
-			a.err = r.fail("not safe to repeat", err)
+			a.err = r.fail(join(v.why, "not safe to repeat"), err)
 			return a
 		}
 		if v.staleConnection && !r.staleRetried {
@@ -377,7 +451,7 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 			return a
 		}
 		if r.attempts++; r.attempts >= r.max {
-			a.err = r.fail("", err)
+			a.err = r.fail(v.why, err)
 			return a
 		}
 		// Before sending again, ask the session whether the server
@@ -393,6 +467,14 @@ func (r *retries) after(v verdict, err error, safe func() bool, deadline time.Ti
 		return action{err: r.fail("the answer was not usable", err)}
 	}
 	return action{err: err}
+}
+
+// join joins two parts of an error's why.
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // fail is the call's error: ErrOutcomeUnknown if some attempt may have run,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 			// Rows are net/http requests: started, traced; reused implies a
 			// connection.
 			ex := &exchange{rec: record{status: tt.status, retryAfter: tt.retryAfter, started: true, traced: true, gotConn: tt.gotConn || tt.reused, reused: tt.reused}}
-			v := classify(tt.err, tt.sessionEra, ex, tt.ctxDone)
+			v := classify(tt.err, on(tt.sessionEra), ex, tt.ctxDone)
 			if v.class != tt.want {
 				t.Fatalf("classify(%v) = %v, want %v", tt.err, v.class, tt.want)
 			}
@@ -145,14 +146,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 // flight would be told it did not run.
 func TestUntracedTransportProvesNothing(t *testing.T) {
 	ex := &exchange{rec: record{started: true, traced: false}}
-	if v := classify(wire(os.ErrDeadlineExceeded), true, ex, true); !v.mayHaveRun() {
+	if v := classify(wire(os.ErrDeadlineExceeded), on(true), ex, true); !v.mayHaveRun() {
 		t.Errorf("deadline in flight through an untraced transport: %+v; want may have run", v)
 	}
 	ex = &exchange{rec: record{started: true, traced: true}}
-	if v := classify(wire(os.ErrDeadlineExceeded), true, ex, true); v.mayHaveRun() {
+	if v := classify(wire(os.ErrDeadlineExceeded), on(true), ex, true); v.mayHaveRun() {
 		t.Errorf("deadline before net/http took a connection: %+v; want not run", v)
 	}
-	if v := classify(wire(os.ErrDeadlineExceeded), true, &exchange{}, true); v.mayHaveRun() {
+	if v := classify(wire(os.ErrDeadlineExceeded), on(true), &exchange{}, true); v.mayHaveRun() {
 		t.Errorf("deadline before the request reached the transport: %+v; want not run", v)
 	}
 }
@@ -166,5 +167,90 @@ func TestDeadlineIsInTheChainWhateverMCPGoSays(t *testing.T) {
 	err := r.after(v, transport.NewError(errors.New("unexpected nil response")), func() bool { return false }, time.Time{}).err
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrUnavailable) {
 		t.Errorf("err = %v; want ErrOutcomeUnknown and context.DeadlineExceeded", err)
+	}
+}
+
+// on is a session of the era given, for classifying an attempt made on it.
+func on(sessionEra bool) *session { return &session{sessionEra: sessionEra} }
+
+// F26: how a stale session is told from the server's answer to a request.
+func TestClassifyStaleSessionHoweverTheServerSaysIt(t *testing.T) {
+	// mcp-go hands a 4xx whose body is a JSON-RPC error back as that error.
+	tsAnswer := errors.New("Bad Request: No valid session ID provided")
+	served := &session{sessionEra: true}
+	served.markServed()
+	fresh := &session{sessionEra: true}
+	stateless := &session{}
+	stateless.markServed()
+	tests := []struct {
+		name        string
+		s           *session
+		err         error
+		status      int
+		rpcCode     int
+		rpcError    bool
+		withSession bool
+		want        class
+	}{
+		{"400 -32000 on a session that served (TypeScript SDK)", served, tsAnswer, 400, -32000, true, true, classExpired},
+		{"400 -32001 on a session that served", served, errors.New("Session not found"), 400, -32001, true, true, classExpired},
+		{"400 -32600 on a session that served (Python SDK)", served, mcp.ErrInvalidRequest, 400, mcp.INVALID_REQUEST, true, true, classExpired},
+		{"404 on a session that served", served, wire(transport.ErrSessionTerminated), 404, 0, false, true, classExpired},
+		{"400 on a session that just opened: the server's answer", fresh, tsAnswer, 400, -32000, true, true, classServer},
+		{"400 invalid params: about the request", served, mcp.ErrInvalidParams, 400, mcp.INVALID_PARAMS, true, true, classServer},
+		{"400 parse error: about the request", served, mcp.ErrParseError, 400, mcp.PARSE_ERROR, true, true, classServer},
+		{"400 without a JSON-RPC error", served, wire(errors.New("request failed with status 400: bad")), 400, 0, false, true, classServer},
+		{"400 to a request without a session id", served, tsAnswer, 400, -32000, true, false, classServer},
+		{"2026-07-28: 404 with -32601 is method not found", stateless, wire(transport.ErrSessionTerminated), 404, mcp.METHOD_NOT_FOUND, true, false, classServer},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := &exchange{rec: record{status: tt.status, rpcCode: tt.rpcCode, rpcError: tt.rpcError, withSession: tt.withSession, started: true, traced: true, gotConn: true}}
+			v := classify(tt.err, tt.s, ex, false)
+			if v.class != tt.want {
+				t.Fatalf("class %v, want %v", v.class, tt.want)
+			}
+			if v.class == classExpired && v.mayHaveRun() {
+				t.Errorf("a stale session's refusal may have run: %+v", v)
+			}
+		})
+	}
+}
+
+// F28: a request whose answer stream opened and then broke may have run,
+// whatever its resumption met; a resumption that met 404 or 400 also says
+// the session is gone.
+func TestClassifyALostAnswerStream(t *testing.T) {
+	s := &session{sessionEra: true}
+	s.markServed()
+	tests := []struct {
+		name     string
+		err      error
+		rec      record
+		cut      bool
+		wantGone bool
+		wantWhy  string
+	}{
+		{"cut, no event ids", errors.New("unexpected nil response"), record{status: 200, withSession: true}, true, false, "cut"},
+		{"ended before the answer", errors.New("unexpected nil response"), record{status: 200, withSession: true}, false, false, "ended"},
+		{"resumption refused: server down", wire(netErr("dial", syscall.ECONNREFUSED)), record{withSession: true}, true, false, "cut"},
+		{"resumption met 404", wire(fmt.Errorf("failed to resume the SSE stream for the response: %w", transport.ErrSessionTerminated)), record{status: 404, withSession: true}, true, true, "cut"},
+		{"resumption met the TypeScript SDK's 400", errors.New("failed to resume the SSE stream for the response: unexpected status 400"), record{status: 400, rpcError: true, rpcCode: -32000, withSession: true}, true, true, "cut"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.rec.started, tt.rec.traced, tt.rec.gotConn = true, true, true
+			ex := &exchange{rec: tt.rec, streamed: true, cut: tt.cut}
+			v := classify(tt.err, s, ex, false)
+			if v.class != classUnknown || !v.mayHaveRun() {
+				t.Fatalf("verdict %+v; want outcome unknown", v)
+			}
+			if v.sessionGone != tt.wantGone {
+				t.Errorf("sessionGone %v, want %v", v.sessionGone, tt.wantGone)
+			}
+			if !strings.Contains(v.why, tt.wantWhy) {
+				t.Errorf("why %q, want it to say %q", v.why, tt.wantWhy)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
@@ -141,6 +143,13 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		NewBackOff: o.newBackOff,
 		Release:    (*session).close,
 		OnState:    c.onMemberState,
+		RetryAfter: func(err error) time.Duration {
+			var busy *health.BusyError
+			if errors.As(err, &busy) {
+				return busy.After
+			}
+			return 0
+		},
 		OnDialError: func(member int, err error, next time.Duration) {
 			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 		},

@@ -1,8 +1,11 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -12,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // exchange records what the HTTP layer saw during one attempt of a call.
@@ -32,6 +37,12 @@ type exchange struct {
 	refused error   // the first answer it refused, and why
 	lastID  idToken // the id of the last request posted, for a stream resumed by GET
 	hasID   bool
+
+	// Of the last request posted and the GETs that resume its stream
+	// (F28): streamed, the server accepted it and began its answer as an
+	// event stream, so it may have run whatever happens next; cut, that
+	// stream broke before it ended.
+	streamed, cut bool
 }
 
 // record is what the HTTP layer saw of the last request of an attempt.
@@ -44,6 +55,12 @@ type record struct {
 	started, traced bool
 	gotConn         bool // the transport took a connection for the request
 	reused          bool // a pooled one
+	// withSession: the request carried an Mcp-Session-Id. rpcCode is the
+	// code of the JSON-RPC error a 400 or 404 carried, if rpcError; which
+	// of them mean the session is gone is for classify (F26).
+	withSession bool
+	rpcError    bool
+	rpcCode     int
 }
 
 func newExchange() *exchange {
@@ -84,6 +101,7 @@ func (ex *exchange) reset() {
 	ex.mu.Lock()
 	ex.rec, ex.dialErr = record{}, nil
 	ex.refused, ex.hasID = nil, false
+	ex.streamed, ex.cut = false, false
 	ex.mu.Unlock()
 }
 
@@ -135,6 +153,25 @@ func (ex *exchange) snapshot() record {
 	return ex.rec
 }
 
+// stream reports whether the last request posted was answered with an
+// event stream, and whether that stream was cut (F28).
+func (ex *exchange) stream() (streamed, cut bool) {
+	if ex == nil {
+		return false, false
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.streamed, ex.cut
+}
+
+// streamCut records that the event stream answering the last request broke
+// before it ended.
+func (ex *exchange) streamCut() {
+	ex.mu.Lock()
+	ex.cut = true
+	ex.mu.Unlock()
+}
+
 // deleteTimeout bounds the DELETE that ends a session. mcp-go gives it five
 // seconds of its own context; a server that does not answer must not hold up
 // Close, or a replaced session's release, that long.
@@ -169,14 +206,20 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex == nil {
-		return t.guarded(req, nil)
+		resp, _, err := t.guarded(req, nil)
+		return resp, err
 	}
 	ex.mu.Lock()
 	dialErr := ex.dialErr
 	// What is recorded describes the last request only: one attempt may
 	// send several (mcp-go's Initialize sends server/discover, then
 	// initialize), and an earlier answer must not be read as this one's.
-	ex.rec = record{started: true, traced: t.traced}
+	// Only a GET resuming the last request's stream keeps what was
+	// learnt of that stream.
+	ex.rec = record{started: true, traced: t.traced, withSession: len(req.Header[sessionHeader]) > 0}
+	if req.Method == http.MethodPost {
+		ex.streamed, ex.cut = false, false
+	}
 	ex.mu.Unlock()
 	if dialErr != nil {
 		// mcp-go follows a failed server/discover with initialize; when the
@@ -187,22 +230,67 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, dialErr
 	}
-	resp, err := t.guarded(req, ex)
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
+	resp, sse, err := t.guarded(req, ex)
 	if err != nil {
+		ex.mu.Lock()
 		if isDialError(err) {
 			ex.dialErr = err
 		}
+		ex.mu.Unlock()
 		return nil, err
 	}
+	var rpcCode int
+	var rpcError bool
+	if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound {
+		rpcCode, rpcError = readRPCError(resp)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
 	ex.rec.status = resp.StatusCode
-	ex.rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	ex.rec.rpcCode, ex.rec.rpcError = rpcCode, rpcError
+	if resp.StatusCode >= 300 {
+		// Read only off the failure path: a success needs no date parsed.
+		ex.rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	if sse && req.Method == http.MethodPost && resp.StatusCode < 300 {
+		ex.streamed = true
+	}
 	return resp, nil
 }
 
-// guarded sends req with a guard (guard.go) on its answer.
-func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, error) {
+// sessionHeader is Mcp-Session-Id as net/http keys it.
+var sessionHeader = http.CanonicalHeaderKey(transport.HeaderKeySessionID)
+
+// maxErrorBody bounds how much of a 400 or 404 is read to find its
+// JSON-RPC error: such answers are a line or two.
+const maxErrorBody = 4 << 10
+
+// readRPCError reads the JSON-RPC error code of a 400 or 404 answer, if it
+// carries one, and puts back what it read for mcp-go. Only failures pay for
+// it.
+func readRPCError(resp *http.Response) (code int, ok bool) {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil {
+		return 0, false
+	}
+	var msg struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(head, &msg) != nil || msg.Error == nil {
+		return 0, false
+	}
+	return msg.Error.Code, true
+}
+
+// guarded sends req with a guard (guard.go) on its answer, and reports
+// whether the answer is an event stream.
+func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, bool, error) {
 	g := &guard{t: t, ex: ex, limit: t.limit}
 	if g.limit <= 0 {
 		g.limit = defaultMaxResponseBytes
@@ -210,10 +298,10 @@ func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, erro
 	g.expect(req)
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	g.watch(resp)
-	return resp, nil
+	return resp, g.sse, nil
 }
 
 // refused logs and counts an answer the guard refused.

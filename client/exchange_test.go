@@ -39,7 +39,7 @@ func TestExchangeDescribesOnlyTheLastRequest(t *testing.T) {
 	if rec := ex.snapshot(); rec.status != 0 || rec.retryAfter != 0 {
 		t.Fatalf("after a failed request the exchange still says status %d, Retry-After %v", rec.status, rec.retryAfter)
 	}
-	if v := classify(wire(dead), true, ex, false); v.class != classUnknown {
+	if v := classify(wire(dead), on(true), ex, false); v.class != classUnknown {
 		t.Errorf("classified as %v, want outcome unknown", v.class)
 	}
 }

@@ -292,7 +292,7 @@ func FuzzClassify(f *testing.F) {
 			ex.refuse(cause)
 			refused = cause
 		}
-		v := classify(wire(fmt.Errorf("%s: %w", msg, cause)), sessionEra, ex, false)
+		v := classify(wire(fmt.Errorf("%s: %w", msg, cause)), on(sessionEra), ex, false)
 		if v.class < classCaller || v.class > classBroken {
 			t.Fatalf("class %d out of range", v.class)
 		}

@@ -611,6 +611,20 @@ func (g *guard) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := g.body.Read(p)
+	if err != nil && err != io.EOF && g.sse && g.check {
+		// The stream answering a request broke (a reset, a proxy, a
+		// restart). mcp-go resumes, with a GET carrying Last-Event-ID on
+		// the same session, only a stream that ended (SEP-1699), and
+		// fails one that broke off: to it, a break is an end, so that a
+		// stream that carried event ids is resumed and its answer
+		// delivered without the request being sent again (F28). The
+		// exchange remembers the break, for the message of a call whose
+		// answer is lost all the same.
+		if g.ex != nil {
+			g.ex.streamCut()
+		}
+		err = io.EOF
+	}
 	if n > 0 {
 		if g.sse {
 			if ok, ferr := g.events(p[:n]); ferr != nil {

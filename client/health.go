@@ -25,7 +25,7 @@ type probeError struct {
 	err     error
 }
 
-func (e *probeError) Error() string { return "probe: " + e.err.Error() }
+func (e *probeError) Error() string { return "probe: " + describe(e.err) }
 func (e *probeError) Unwrap() error { return e.err }
 
 // loss is why a session that failed a probe must go.
@@ -48,10 +48,18 @@ func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 		c.httpClient.CloseIdleConnections()
 		v, err = c.probe(ctx, s)
 	}
-	if err != nil {
-		return &probeError{verdict: v, err: err}
+	switch {
+	case err == nil, v.rpcAnswer:
+		// A JSON-RPC error is an answer too: the server is there and
+		// knows the session (one without ping, say).
+		s.markServed()
+		return nil
+	case v.busy:
+		// Declined unread: the server is there and asks for a pause. The
+		// session is kept (F30).
+		return &health.BusyError{After: v.retryAfter, Err: &probeError{verdict: v, err: err}}
 	}
-	return nil
+	return &probeError{verdict: v, err: err}
 }
 
 // watch starts the health monitor of a session going into service, or
@@ -70,6 +78,10 @@ func (c *ResilientClient) watch(s *session) {
 		Probe:     func(ctx context.Context) error { return c.checkSession(ctx, s) },
 		OnProbe: func(err error, failures int) {
 			c.stats.probes.Add(1)
+			if busy := new(health.BusyError); errors.As(err, &busy) {
+				c.log.Info("keepalive probe: the server is busy; session kept", "retry_after", busy.After)
+				return
+			}
 			if err != nil {
 				c.stats.probeFailures.Add(1)
 				c.log.Warn("keepalive probe failed", "failures", failures, "err", err)

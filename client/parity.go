@@ -64,7 +64,7 @@ func (c *ResilientClient) connectionLost(cause error) {
 		if lost.kind == lossRequested {
 			return
 		}
-		cause = lost.err
+		cause = lost // its message says what mcp-go says twice once
 	}
 	if !c.closed.Load() {
 		c.notifier.notifyLost(cause)

@@ -73,7 +73,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 		err := s.mc.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
 		switch {
 		case err == nil:
-		case !answeredByServer(err, s.sessionEra):
+		case !answeredByServer(err, s):
 			return fmt.Errorf("restoring subscription to %s: %w", uri, err)
 		default:
 			// The new server refuses it (the resource is gone, say):

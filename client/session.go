@@ -31,6 +31,10 @@ type session struct {
 	member     int                            // the pool member it serves as
 	serial     uint64                         // the order it went into service in; see redial
 	lost       atomic.Bool                    // OnConnectionLost was told of its loss
+	// served: the server has answered a request carrying the session's
+	// id, so it accepted the id; a 400 to it later means the server lost
+	// it (F26), where a 400 before is an answer about the request.
+	served atomic.Bool
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -44,6 +48,15 @@ type session struct {
 // service and replaced only while the session is out of it, but calls that
 // leased it earlier may still be reading it, hence the atomic pointer.
 func (s *session) health() *health.Monitor { return s.monitor.Load() }
+
+// markServed records that the server answered a request on the session.
+// Read first: after the first answer it is a load, not a store every call
+// makes to a shared line.
+func (s *session) markServed() {
+	if !s.served.Load() {
+		s.served.Store(true)
+	}
+}
 
 func (s *session) close() {
 	s.cancel()
@@ -72,7 +85,7 @@ type lostError struct {
 	err  error
 }
 
-func (e *lostError) Error() string { return e.err.Error() }
+func (e *lostError) Error() string { return describe(e.err) }
 func (e *lostError) Unwrap() error { return e.err }
 
 var errReinitializeRequested = errors.New("initialize called with a new request")
@@ -102,13 +115,14 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 				c.watch(prev) // its prober gave up while the server was away
 			}
 			return prev, nil
-		case !errors.As(err, &pe):
+		case !errors.As(err, &pe), pe.verdict.busy, pe.verdict.class == classNotSent, pe.verdict.class == classCaller:
+			// Still away, or busy: ask again on the backoff schedule
+			// (Retry-After included, by the pool).
 			return nil, err
-		case pe.verdict.permanent():
+		case pe.verdict.class == classAuth:
 			return nil, backoff.Permanent(err)
-		case pe.verdict.class != classExpired:
-			return nil, err
 		}
+		// It answers, and not as a live session would: open another.
 		lost = &lostError{kind: lossExpired, err: err}
 	}
 	s, err := c.open(ctx)
@@ -151,7 +165,7 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error
 	if err == nil {
 		return verdict{}, nil
 	}
-	return classify(err, s.sessionEra, ex, ctx.Err() != nil), err
+	return classify(err, s, ex, ctx.Err() != nil), err
 }
 
 // open opens and initializes a session.
@@ -215,7 +229,7 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 		return s, nil
 	}
 	s.close()
-	if err != nil && !answeredByServer(err, false) {
+	if err != nil && !answeredByServer(err, nil) {
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
 	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
@@ -259,11 +273,15 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	discovered := tr.take()
 	if err != nil {
 		_ = mc.Close()
-		v := classify(err, false, ex, ctx.Err() != nil)
+		v := classify(err, nil, ex, ctx.Err() != nil)
 		if v.cause != nil {
 			err = v.cause
 		}
 		err = fmt.Errorf("initialize: %w", err)
+		if v.busy {
+			// The pool's dial loop waits as long as the server asked (F30).
+			return nil, nil, &health.BusyError{After: v.retryAfter, Err: err}
+		}
 		// Initialize is safe to repeat, so only an error no retry can fix
 		// ends the loop: a 401, a non-MCP endpoint, a version we do not speak
 		// (mcp-go already negotiated, so this is the one re-negotiation).

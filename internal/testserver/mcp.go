@@ -134,6 +134,34 @@ func tools(s *Server, set ToolSet) []server.ServerTool {
 			mcp.WithDescription("Sleeps ms milliseconds."),
 			mcp.WithNumber("ms", mcp.Required()))...),
 	}
+	// progress and progressRead send n progress notifications ms apart,
+	// then answer: their answer comes as an event stream, which a test can
+	// cut halfway (F28). progress is neither read-only nor idempotent;
+	// progressRead is read-only.
+	progress := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n, every := req.GetInt("n", 0), time.Duration(req.GetFloat("ms", 0)*float64(time.Millisecond))
+		srv := server.ServerFromContext(ctx)
+		for i := range n {
+			if err := srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": "progress", "progress": i + 1, "total": n,
+			}); err != nil {
+				return nil, err
+			}
+			select {
+			case <-time.After(every):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	}
+	progressArgs := []mcp.ToolOption{
+		mcp.WithDescription("Sends n progress notifications ms apart, then answers."),
+		mcp.WithNumber("n", mcp.Required()), mcp.WithNumber("ms", mcp.Required()),
+	}
+	out = append(out,
+		tool("progress", progress, append(hints(false, false), progressArgs...)...),
+		tool("progressRead", progress, append(hints(true, true), progressArgs...)...))
 	if changed {
 		out = append(out, tool("multiply", binary(func(a, b float64) float64 { return a * b }),
 			append(hints(true, true), append(numbers, mcp.WithDescription("Returns a*b."))...)...))

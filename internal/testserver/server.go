@@ -76,6 +76,15 @@ type Config struct {
 	// gets the JSON-RPC error "method not found"; everything else goes to a
 	// StatelessEra mcp-go server (Era is ignored).
 	NoHandshake bool
+	// StaleSession400 answers a request carrying an Mcp-Session-Id this
+	// generation did not hand out as the TypeScript SDK's servers do (and
+	// @modelcontextprotocol/server-everything): 400 with the JSON-RPC
+	// error -32000 "Bad Request: No valid session ID provided", where
+	// mcp-go answers 404.
+	StaleSession400 bool
+	// EventStore keeps the events of every stream (server.WithEventStore),
+	// so that a client can resume a broken stream with Last-Event-ID.
+	EventStore bool
 	// NotMCP answers every request with 200 text/html "<html>hello</html>".
 	NotMCP bool
 	// PageSize, if positive, is how many items each page of tools/list,
@@ -296,6 +305,9 @@ func streamableOptions(cfg Config) []server.StreamableHTTPOption {
 			server.WithStreamableHTTPProtocolVersions(
 				mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326),
 			server.WithStateful(true))
+	}
+	if cfg.EventStore {
+		opts = append(opts, server.WithEventStore(server.NewInMemoryEventStore()))
 	}
 	if cfg.SessionIdleTTL > 0 {
 		opts = append(opts, server.WithSessionIdleTTL(cfg.SessionIdleTTL))
