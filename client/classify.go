@@ -134,7 +134,7 @@ func classify(err error, s *session, ex *exchange, ctxDone bool) verdict {
 	case ex.refusal() != nil:
 		return refusedVerdict(ex.refusal())
 
-	case streamed:
+	case streamed && errors.As(err, new(*transport.Error)):
 		// The server accepted the request and began answering, and the
 		// answer did not come: the stream was cut, or ended without it, and
 		// could not be resumed (F28). It may have run. Whatever a

@@ -231,11 +231,11 @@ func TestClassifyALostAnswerStream(t *testing.T) {
 		wantGone bool
 		wantWhy  string
 	}{
-		{"cut, no event ids", errors.New("unexpected nil response"), record{status: 200, withSession: true}, true, false, "cut"},
-		{"ended before the answer", errors.New("unexpected nil response"), record{status: 200, withSession: true}, false, false, "ended"},
+		{"cut, no event ids", wire(errors.New("unexpected nil response")), record{status: 200, withSession: true}, true, false, "cut"},
+		{"ended before the answer", wire(errors.New("unexpected nil response")), record{status: 200, withSession: true}, false, false, "ended"},
 		{"resumption refused: server down", wire(netErr("dial", syscall.ECONNREFUSED)), record{withSession: true}, true, false, "cut"},
 		{"resumption met 404", wire(fmt.Errorf("failed to resume the SSE stream for the response: %w", transport.ErrSessionTerminated)), record{status: 404, withSession: true}, true, true, "cut"},
-		{"resumption met the TypeScript SDK's 400", errors.New("failed to resume the SSE stream for the response: unexpected status 400"), record{status: 400, rpcError: true, rpcCode: -32000, withSession: true}, true, true, "cut"},
+		{"resumption met the TypeScript SDK's 400", wire(errors.New("failed to resume the SSE stream for the response: unexpected status 400")), record{status: 400, rpcError: true, rpcCode: -32000, withSession: true}, true, true, "cut"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

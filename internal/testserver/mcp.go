@@ -137,8 +137,11 @@ func tools(s *Server, set ToolSet) []server.ServerTool {
 	// progress and progressRead send n progress notifications ms apart,
 	// then answer: their answer comes as an event stream, which a test can
 	// cut halfway (F28). progress is neither read-only nor idempotent;
-	// progressRead is read-only.
+	// progressRead is read-only. Their work goes on when the client's
+	// connection breaks, as a job's would, so that a server that keeps
+	// events has the answer for a client that resumes the stream.
 	progress := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = context.WithoutCancel(ctx)
 		n, every := req.GetInt("n", 0), time.Duration(req.GetFloat("ms", 0)*float64(time.Millisecond))
 		srv := server.ServerFromContext(ctx)
 		for i := range n {

@@ -1,0 +1,109 @@
+package resilientmcp_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// F26: a server that answers an unknown session with 400 and a JSON-RPC
+// error, as the TypeScript SDK's do. After a restart, 16 goroutines calling
+// a non-idempotent tool all succeed through one re-initialization, and each
+// call runs once: a 4xx means it did not run.
+func TestF26StaleSessionAnswered400(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, false)
+	r.start()
+	r.mustEcho("before")
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 16
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range callers {
+		wg.Go(func() {
+			if err := r.increment(); err != nil {
+				failed.Add(1)
+				t.Errorf("increment after the restart: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if runs := r.srv.ToolRuns("increment"); runs != callers-int64(failed.Load()) {
+		t.Errorf("increment ran %d times for %d successful calls", runs, callers-failed.Load())
+	}
+	if s := r.c.Stats(); s.Reinitializations != 1 {
+		t.Errorf("stats %+v: want 1 re-initialization for all goroutines", s)
+	}
+	if n := r.srv.RPCs("initialize"); n != 2 {
+		t.Errorf("server saw %d initialize requests, want 2", n)
+	}
+}
+
+// F28: a call's answer stream is cut halfway (a proxy resets every
+// connection). The server keeps its events: the client resumes the stream
+// with Last-Event-ID on the same session and the answer arrives, the tool
+// having run once, even though it is not safe to repeat.
+func TestF28CutStreamIsResumedWhereTheServerKeepsEvents(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra, EventStore: true}, true)
+	cutAfter(r, 3)
+	r.start()
+	got, err := callTool(r.ctx(), r.c, "progress", map[string]any{"n": 8, "ms": 40})
+	if err != nil || got != "done" {
+		t.Fatalf("progress = %q, %v; want the answer through the resumed stream", got, err)
+	}
+	if runs := r.srv.ToolRuns("progress"); runs != 1 {
+		t.Errorf("progress ran %d times, want 1: the answer was resumed, not the call sent again", runs)
+	}
+	if n := r.srv.HTTPRequests("GET"); n < 1 {
+		t.Errorf("server saw %d GETs; want the resumption", n)
+	}
+	if n := r.c.Stats().Reinitializations + r.c.Stats().Redials; n != 0 {
+		t.Errorf("%d new sessions; the stream is resumed on the same one", n)
+	}
+}
+
+// F28 where the server keeps no events: the answer is lost. A read-only
+// call is sent again and succeeds; one that is not safe to repeat fails
+// with ErrOutcomeUnknown saying the stream was cut, having run once.
+func TestF28CutStreamWithoutEventsIsALostAnswer(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, true)
+	cut := cutAfter(r, 3)
+	r.start()
+	got, err := callTool(r.ctx(), r.c, "progressRead", map[string]any{"n": 8, "ms": 40})
+	if err != nil || got != "done" {
+		t.Fatalf("progressRead = %q, %v; want the replay's answer", got, err)
+	}
+	if runs := r.srv.ToolRuns("progressRead"); runs != 2 {
+		t.Errorf("progressRead ran %d times, want 2: the cut one and the replay", runs)
+	}
+
+	cut.Store(0)
+	_, err = callTool(r.ctx(), r.c, "progress", map[string]any{"n": 8, "ms": 40})
+	if !errors.Is(err, client.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "cut") {
+		t.Fatalf("progress = %v; want ErrOutcomeUnknown saying the stream was cut", err)
+	}
+	if runs := r.srv.ToolRuns("progress"); runs != 1 {
+		t.Errorf("progress ran %d times, want 1", runs)
+	}
+}
+
+// cutAfter has the rig's proxy reset every connection once the client has
+// heard n progress notifications of a call, once per call (store 0 in the
+// returned counter to arm it again).
+func cutAfter(r *rig, n int64) *atomic.Int64 {
+	var heard atomic.Int64
+	r.c.OnNotification(func(note mcp.JSONRPCNotification) {
+		if note.Method == "notifications/progress" && heard.Add(1) == n {
+			r.proxy.ResetAll()
+		}
+	})
+	return &heard
+}
