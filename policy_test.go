@@ -95,6 +95,70 @@ func TestF28CutStreamWithoutEventsIsALostAnswer(t *testing.T) {
 	}
 }
 
+// F27: the server restarts while the client idles, holding only its event
+// stream. The stream's next GET meets 404 (mcp-go) or 400 (the TypeScript
+// SDK's servers): the client re-initializes in the background, restores the
+// subscription and reopens the stream, and the next update arrives with no
+// call made.
+func TestF27EventStreamRefusedReinitializesInTheBackground(t *testing.T) {
+	for name, cfg := range map[string]testserver.Config{
+		"404": {Era: testserver.SessionEra},
+		"400": {Era: testserver.SessionEra, StaleSession400: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, cfg, false, client.WithKeepAlive(0)) // no probes: only the stream can tell
+			got := notifications(r.c)
+			r.start()
+			if err := r.c.Subscribe(r.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: testserver.CounterURI}}); err != nil {
+				t.Fatal(err)
+			}
+			awaitUpdate(t, r.srv, got)
+			calls := r.c.Stats().Calls
+			if err := r.srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			awaitUpdate(t, r.srv, got)
+			if s := r.c.Stats(); s.Calls != calls || s.Reinitializations != 1 {
+				t.Errorf("stats %+v: want 1 re-initialization and no call made after the restart", s)
+			}
+			if n := r.srv.RPCs("resources/subscribe"); n != 2 {
+				t.Errorf("server saw %d resources/subscribe, want the caller's and the restored one", n)
+			}
+		})
+	}
+}
+
+// F32: notifications are wanted only after the session opened: a
+// subscription made before any handler, or a handler registered after the
+// first call. The stream opens on the session in service, and on the one
+// after a restart.
+func TestF32LateHandlerOrSubscriptionOpensTheStream(t *testing.T) {
+	subscribe := func(r *rig) {
+		if err := r.c.Subscribe(r.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: testserver.CounterURI}}); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	for name, late := range map[string]func(r *rig) <-chan mcp.JSONRPCNotification{
+		"subscription before any handler": func(r *rig) <-chan mcp.JSONRPCNotification { subscribe(r); return notifications(r.c) },
+		"handler after the first call":    func(r *rig) <-chan mcp.JSONRPCNotification { got := notifications(r.c); subscribe(r); return got },
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, false, client.WithKeepAlive(0))
+			r.start()
+			r.mustEcho("first")
+			got := late(r)
+			awaitUpdate(t, r.srv, got)
+			if err := r.srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			awaitUpdate(t, r.srv, got)
+			if s := r.c.Stats(); s.Reinitializations != 1 {
+				t.Errorf("stats %+v: want the one re-initialization the refused stream caused", s)
+			}
+		})
+	}
+}
+
 // cutAfter has the rig's proxy reset every connection once the client has
 // heard n progress notifications of a call, once per call (store 0 in the
 // returned counter to arm it again).

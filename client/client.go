@@ -245,11 +245,17 @@ func (c *ResilientClient) Close() error {
 // session, in the order they arrived, on a goroutine of the client's: a slow
 // handler does not stall the sessions. If handlers fall more than 1024
 // notifications behind, newer ones are dropped and counted in
-// Stats().DroppedNotifications. In the session era, register handlers before
-// the first call: they decide whether sessions open the event stream that
-// carries notifications.
+// Stats().DroppedNotifications. In the session era, notifications reach an
+// idle client on the session's event stream: registering the first handler
+// opens it on the sessions in service, and every later session opens with
+// it.
 func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) {
 	c.notifications.add(handler)
+	// Sessions opened before the first handler have no event stream to
+	// carry notifications: open it now (F32). Later ones open with it.
+	for _, s := range c.pool.Values() {
+		c.listenLate(s)
+	}
 }
 
 // onServerNotification receives every session's notifications, on its

@@ -207,6 +207,9 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex == nil {
 		resp, _, err := t.guarded(req, nil)
+		if w, ok := req.Context().Value(streamKey{}).(*streamWatch); ok && err == nil && req.Method == http.MethodGet {
+			w.answered(resp.StatusCode)
+		}
 		return resp, err
 	}
 	ex.mu.Lock()

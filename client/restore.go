@@ -110,6 +110,7 @@ func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 // one the server ends (a restart) is opened again after a pause.
 func (c *ResilientClient) relisten(s *session) {
 	if s.sessionEra {
+		c.listenLate(s)
 		return
 	}
 	// Under the lock, so that the last filter computed is the one that

@@ -35,6 +35,11 @@ type session struct {
 	// id, so it accepted the id; a 400 to it later means the server lost
 	// it (F26), where a 400 before is an answer about the request.
 	served atomic.Bool
+	// stream follows the session's GET event stream (eventstream.go);
+	// listening: the stream is open or being opened, by mcp-go or by the
+	// client.
+	stream    *streamWatch
+	listening atomic.Bool
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -265,7 +270,10 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
 	mc := mcpclient.NewClient(c.transportFor(tr), opts...)
-	if err := mc.Start(c.lifetime); err != nil {
+	// mcp-go's event stream, if it listens, goes out under this context:
+	// the tracker tells the watch how the server answers it.
+	startCtx, watch := c.watchStream(c.lifetime)
+	if err := mc.Start(startCtx); err != nil {
 		return nil, nil, err
 	}
 	mc.OnNotification(c.onServerNotification)
@@ -297,7 +305,10 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		version:    version,
 		result:     res,
 		request:    req,
+		stream:     watch,
 	}
+	s.listening.Store(listen)
+	watch.session.Store(s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
 	// leave a map of children behind in it, for every client.

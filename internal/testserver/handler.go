@@ -62,6 +62,13 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
 		return
+	case r.Method == http.MethodGet && r.Header.Get("Mcp-Session-Id") != "" && !inst.opened(r.Header.Get("Mcp-Session-Id")):
+		// mcp-go's stateful server answers a POST on a session it does not
+		// know with 404, but opens a GET stream for it as if it were new,
+		// so that a client holding only its event stream cannot tell a
+		// restart from a quiet server. Answered as go-sdk answers it.
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
 	case cfg.DeclineGET && r.Method == http.MethodGet:
 		w.Header().Set("Allow", "POST, DELETE")
 		http.Error(w, "GET declined", http.StatusMethodNotAllowed)

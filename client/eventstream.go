@@ -1,0 +1,195 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/internal/wait"
+)
+
+// This file keeps a session era's GET event stream, which carries the
+// server's notifications to an idle client, working across what the
+// server does to it: a stream that meets 404 or 400 once it has worked
+// means the server forgot the session, and nothing else would notice until
+// a call or a probe (F27); a stream wanted only after the session opened is
+// opened then (F32).
+
+// streamKey is the context key under which a session's event stream
+// requests carry its streamWatch.
+type streamKey struct{}
+
+// streamWatch follows one session's event stream from the tracker: mcp-go's
+// listener, or the client's own (listenLate), sends its GETs under a context
+// that carries it. It is safe for concurrent use.
+type streamWatch struct {
+	c       *ResilientClient
+	session atomic.Pointer[session] // set once the session is made; nil before
+	opened  atomic.Bool             // the server accepted the stream once
+	fired   atomic.Bool             // the loss was reported
+}
+
+// errEventStreamGone is the loss of a session whose event stream the
+// server stopped knowing.
+var errEventStreamGone = errors.New("the server no longer knows the session: its event stream was refused")
+
+// answered is told of each answer to the stream's GET. A 404 or a 400 to a
+// stream the server accepted before on this session means the server lost
+// the session (a restart, an expiry): the session is taken out of service
+// and a new one opened in the background, which restores the
+// subscriptions and opens its own stream, with no call made. A stream
+// refused from the start is a server that does not offer it (it should say
+// 405), and is left alone, so that no loop of new sessions follows.
+func (w *streamWatch) answered(status int) {
+	switch status {
+	case http.StatusOK:
+		w.opened.Store(true)
+	case http.StatusNotFound, http.StatusBadRequest:
+		s := w.session.Load()
+		if s == nil || !w.opened.Load() || !w.fired.CompareAndSwap(false, true) {
+			return
+		}
+		err := fmt.Errorf("%w (%d)", errEventStreamGone, status)
+		if w.c.pool.DiscardValue(s, &lostError{kind: lossExpired, err: err}) {
+			w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "status", status)
+		}
+	}
+}
+
+// watchStream returns the context a session's event stream requests go out
+// under, and its watch.
+func (c *ResilientClient) watchStream(ctx context.Context) (context.Context, *streamWatch) {
+	w := &streamWatch{c: c}
+	return context.WithValue(ctx, streamKey{}, w), w
+}
+
+// listenLate opens the event stream of a session-era session that was
+// opened without one, once it is wanted: a handler registered, or a
+// subscription made, after the session opened (F32). mcp-go decides on a
+// transport's stream when the transport is made, so the client reads this
+// one itself. The session's close ends it.
+func (c *ResilientClient) listenLate(s *session) {
+	if !s.sessionEra || !c.wantsEventStream() || s.listening.Swap(true) {
+		return
+	}
+	s.listeners.Add(1)
+	go func() {
+		defer s.listeners.Done()
+		ctx := context.WithValue(s.ctx, streamKey{}, s.stream)
+		pauses := c.opts.newBackOff()
+		for {
+			err := c.readEventStream(ctx, s)
+			if ctx.Err() != nil || errors.Is(err, transport.ErrGetMethodNotAllowed) {
+				return
+			}
+			pause := pauses.NextBackOff()
+			c.log.Debug("event stream ended; opening it again", "err", err, "pause", pause)
+			if wait.Sleep(ctx, pause, nil) != wait.Elapsed {
+				return
+			}
+		}
+	}()
+}
+
+// readEventStream opens s's GET event stream and hands what it carries to
+// the client until it ends.
+func (c *ResilientClient) readEventStream(ctx context.Context, s *session) error {
+	resp, err := c.sessionRequest(ctx, s, http.MethodGet, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusMethodNotAllowed:
+		return transport.ErrGetMethodNotAllowed
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("event stream: status %d", resp.StatusCode)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	// The guard bounds the body already; one event up to the same limit.
+	lines.Buffer(nil, int(min(c.opts.maxResponseBytes, 1<<30))+1)
+	var data []byte
+	for lines.Scan() {
+		line := lines.Bytes()
+		switch {
+		case len(line) == 0:
+			if len(data) > 0 {
+				c.streamMessage(ctx, s, data)
+				data = data[:0]
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+		}
+	}
+	return lines.Err()
+}
+
+// streamMessage handles one message of a stream the client reads itself.
+// Notifications go to the handlers. A session opened without the stream
+// declared nothing the server may ask of it (sampling, roots, elicitation
+// would have opened the stream at once), so of the server's requests only
+// ping is answered; the others are refused as mcp-go refuses a method it
+// has no handler for.
+func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []byte) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(data, &msg) != nil || msg.Method == "" {
+		return
+	}
+	if len(msg.ID) == 0 || string(msg.ID) == "null" {
+		var n mcp.JSONRPCNotification
+		if json.Unmarshal(data, &n) == nil {
+			c.onServerNotification(n)
+		}
+		return
+	}
+	reply := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{}}`
+	if msg.Method != string(mcp.MethodPing) {
+		reply = `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32601,"message":"method not found"}}`
+	}
+	resp, err := c.sessionRequest(ctx, s, http.MethodPost, []byte(reply))
+	if err == nil {
+		resp.Body.Close()
+	}
+}
+
+// sessionRequest sends a request on s as its mcp-go transport would: with
+// its session id, protocol version and the caller's headers, through the
+// client's HTTP client (its token, its guard).
+func (c *ResilientClient) sessionRequest(ctx context.Context, s *session, method string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if method == http.MethodGet {
+		req.Body, req.GetBody, req.ContentLength = nil, nil, 0
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	req.Header.Set(transport.HeaderKeySessionID, s.mc.GetSessionId())
+	req.Header.Set(transport.HeaderKeyProtocolVersion, s.version)
+	for k, v := range c.opts.headers {
+		req.Header.Set(k, v)
+	}
+	if c.opts.headerFunc != nil {
+		for k, v := range c.opts.headerFunc(ctx) {
+			req.Header.Set(k, v)
+		}
+	}
+	return c.httpClient.Do(req)
+}
