@@ -190,12 +190,14 @@ func ExampleResilientClient_IterTools() {
 		}
 		fmt.Println(tool.Name, "read-only:", *tool.Annotations.ReadOnlyHint)
 	}
-	// Unordered output:
+	// Output:
 	// add read-only: false
 	// ask read-only: false
 	// echo read-only: true
 	// increment read-only: false
 	// profile read-only: false
+	// progress read-only: false
+	// progressRead read-only: true
 	// slow read-only: false
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/singleflight"
 )
 
 // toolCache is what the client knows of the server's tools, for the one
@@ -17,18 +18,12 @@ import (
 // change), one tools/list is sent for every goroutine that needs it. A call
 // that succeeds never waits for it.
 type toolCache struct {
-	mu     sync.Mutex
-	tools  map[string]mcp.Tool // nil until the tools were first listed
-	gen    uint64              // counts changes announced by the server
-	fresh  uint64              // gen of the listing in tools; != gen: stale
-	flight *toolFetch          // the listing under way, if any
-}
+	listing singleflight.Group // the listing under way, shared by every caller that needs it
 
-// toolFetch is one listing of the tools, shared by every caller that needs
-// it while it is under way.
-type toolFetch struct {
-	done chan struct{}
-	err  error
+	mu    sync.Mutex          // guards the fields below; no request is sent under it
+	tools map[string]mcp.Tool // nil until the tools were first listed
+	gen   uint64              // counts changes announced by the server
+	fresh uint64              // gen of the listing in tools; != gen: stale
 }
 
 // rememberTools caches tools; complete replaces the cache, a page adds to it.
@@ -85,33 +80,31 @@ func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
 // that asks while a listing is under way. The listing is the client's, not
 // the caller's: it runs until done (bounded by WithCallTimeout, and by
 // Close), so that one caller's deadline does not fail the others'; each
-// caller waits for it within its own ctx.
+// caller waits for it within its own ctx (F31).
 func (c *ResilientClient) learnTools(ctx context.Context) error {
-	c.tools.mu.Lock()
-	f := c.tools.flight
-	if f == nil {
-		if c.closed.Load() {
-			// Close waits for listings started before it; none may start
-			// after (it takes this lock once it has set closed).
-			c.tools.mu.Unlock()
-			return ErrClosed
-		}
-		f = &toolFetch{done: make(chan struct{})}
-		c.tools.flight = f
-		c.background.Add(1)
-		go c.fetchTools(f, c.tools.gen)
-	}
-	c.tools.mu.Unlock()
+	done := c.tools.listing.DoChan("", c.fetchTools)
 	select {
-	case <-f.done:
-		return f.err
+	case r := <-done:
+		return r.Err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (c *ResilientClient) fetchTools(f *toolFetch, gen uint64) {
+// fetchTools is the shared listing of learnTools.
+func (c *ResilientClient) fetchTools() (any, error) {
+	c.tools.mu.Lock()
+	if c.closed.Load() {
+		// Close waits for listings started before it; none may start
+		// after (it takes this lock once it has set closed).
+		c.tools.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c.background.Add(1)
+	gen := c.tools.gen
+	c.tools.mu.Unlock()
 	defer c.background.Done()
+
 	ctx, cancel := context.WithTimeout(c.lifetime, c.opts.callTimeout)
 	defer cancel()
 	var res *mcp.ListToolsResult
@@ -120,14 +113,12 @@ func (c *ResilientClient) fetchTools(f *toolFetch, gen uint64) {
 		res, err = s.mc.ListTools(ctx, mcp.ListToolsRequest{})
 		return err
 	})
-	c.tools.mu.Lock()
 	if err == nil {
+		c.tools.mu.Lock()
 		c.rememberToolsLocked(res.Tools, true, gen)
+		c.tools.mu.Unlock()
 	}
-	c.tools.flight = nil
-	c.tools.mu.Unlock()
-	f.err = err
-	close(f.done)
+	return nil, err
 }
 
 // refreshTools runs after every reconnect, if the tools were ever listed
