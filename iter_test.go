@@ -29,7 +29,7 @@ func TestIteratorsAcrossRestart(t *testing.T) {
 				}
 			}
 			tools := collect(t, r.c.IterTools(ctx, mcp.ListToolsRequest{}), func(t mcp.Tool) string { return t.Name }, restart)
-			want := []string{"add", "ask", "echo", "increment", "profile", "slow"}
+			want := []string{"add", "ask", "echo", "increment", "profile", "progress", "progressRead", "slow"}
 			if !slices.Equal(tools, want) {
 				t.Errorf("IterTools across a restart yielded %v, want %v", tools, want)
 			}
@@ -100,7 +100,7 @@ func TestIteratorOverAFillingPool(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	if len(names) != 6 {
+	if len(names) != 8 {
 		t.Errorf("IterTools over a pool of 4 yielded %v", names)
 	}
 	if logs.has(slog.LevelInfo, "listing again from the start", "method", "tools/list") {

@@ -115,12 +115,26 @@ type member[T comparable] struct {
 	state     State
 	val       T
 	gen       uint64
-	leases    int
+	leases    int // out on the generation in service
+	// retiring: generations taken out of service while leases on them
+	// were out. Their values are released when the last lease comes back,
+	// as HikariCP closes an evicted connection when it is returned: a
+	// call in flight on a discarded session finishes there instead of
+	// having it closed under it.
+	retiring  []retiree[T]
 	loop      uint64 // id of the current or last dial loop
 	lastErr   error
 	failed    error // permanent error that ended loop failedIn
 	failedIn  uint64
 	everReady bool
+}
+
+// retiree is a generation out of service with leases still out.
+type retiree[T comparable] struct {
+	gen    uint64
+	val    T
+	leases int
+	done   bool // the dial loop is through with it: release it at the last lease
 }
 
 // New returns a Pool of Idle members. It does no I/O until the first
@@ -161,9 +175,27 @@ func (l *Lease[T]) Release() {
 	p := l.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !l.released {
-		l.released = true
-		l.member.leases--
+	if l.released {
+		return
+	}
+	l.released = true
+	m := l.member
+	if l.gen == m.gen && m.state == Ready {
+		m.leases--
+		return
+	}
+	for i := range m.retiring {
+		r := &m.retiring[i]
+		if r.gen != l.gen {
+			continue
+		}
+		if r.leases--; r.leases == 0 {
+			if r.done && !p.closed {
+				p.goRelease(r.val)
+			}
+			m.retiring = append(m.retiring[:i], m.retiring[i+1:]...)
+		}
+		return
 	}
 }
 
@@ -275,6 +307,10 @@ func (p *Pool[T]) discardLocked(m *member[T], gen uint64, cause error) bool {
 	prev := m.val
 	var zero T
 	m.val = zero
+	if m.leases > 0 {
+		m.retiring = append(m.retiring, retiree[T]{gen: m.gen, val: prev, leases: m.leases})
+		m.leases = 0
+	}
 	p.stats.Discards++
 	p.startLocked(m, prev, cause)
 	return true
@@ -304,6 +340,13 @@ func (p *Pool[T]) Close() {
 			if m.state == Ready {
 				p.goRelease(m.val)
 			}
+			// Close ends everything, in flight or not.
+			for _, r := range m.retiring {
+				if r.done {
+					p.goRelease(r.val)
+				}
+			}
+			m.retiring = nil
 			var zero T
 			m.val = zero
 			p.setStateLocked(m, Closed)
@@ -383,11 +426,26 @@ func (p *Pool[T]) run(m *member[T], loop uint64, prev T, cause error) {
 	}
 }
 
+// releaseUnlessZero releases v, a value the dial loop is through with, once
+// no lease on it is out.
 func (p *Pool[T]) releaseUnlessZero(v T) {
 	var zero T
-	if v != zero {
-		p.goRelease(v)
+	if v == zero {
+		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		for _, m := range p.members {
+			for i := len(m.retiring) - 1; i >= 0; i-- {
+				if r := &m.retiring[i]; r.val == v && !r.done {
+					r.done = true
+					return
+				}
+			}
+		}
+	}
+	p.goRelease(v)
 }
 
 func (p *Pool[T]) goRelease(v T) {

@@ -172,6 +172,43 @@ func TestAcquireWaitsForAReplacementOnTheBackOffSchedule(t *testing.T) {
 	})
 }
 
+// A generation discarded while leases are out on it is released when the
+// last of them comes back, not under them.
+func TestDiscardedValueIsReleasedWhenItsLastLeaseReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var released atomic.Int32
+		d := &dialer{}
+		p := newPool(1, d, func(c *Config[*conn]) { c.Release = func(*conn) { released.Add(1) } })
+		defer p.Close()
+		a, _ := p.Acquire(t.Context())
+		b, _ := p.Acquire(t.Context())
+		a.Discard(errors.New("gone"))
+		c, err := p.Acquire(t.Context()) // the replacement
+		if err != nil || c.Value() == a.Value() {
+			t.Fatalf("Acquire after the discard = %v, %v", c, err)
+		}
+		synctest.Wait()
+		if n := released.Load(); n != 0 {
+			t.Fatalf("the discarded value was released with 2 leases out on it")
+		}
+		a.Release()
+		synctest.Wait()
+		if n := released.Load(); n != 0 {
+			t.Fatalf("released with 1 lease still out")
+		}
+		b.Release()
+		synctest.Wait()
+		if n := released.Load(); n != 1 {
+			t.Fatalf("%d releases after the last lease came back, want 1", n)
+		}
+		c.Release()
+		synctest.Wait()
+		if n := released.Load(); n != 1 {
+			t.Fatalf("the value in service was released: %d releases", n)
+		}
+	})
+}
+
 // busyError is a dial failure whose other side asked for a pause.
 type busyError struct{ after time.Duration }
 
