@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,30 @@ type conn struct {
 	upstream *net.TCPConn // nil until the upstream dial completes
 	dead     bool
 	dropped  bool
+	sent     []byte // what was forwarded upstream while tapping (SetTap)
+	received []byte // what was forwarded to the client while tapping
+	tapped   bool
+}
+
+// record appends b to what the connection forwarded one way; it reports
+// whether this was the first record, so the proxy lists the connection once.
+func (c *conn) record(b []byte, fromClient bool) (first bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fromClient {
+		c.sent = append(c.sent, b...)
+	} else {
+		c.received = append(c.received, b...)
+	}
+	first = !c.tapped
+	c.tapped = true
+	return first
+}
+
+func (c *conn) tap() Tap {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Tap{Sent: slices.Clone(c.sent), Received: slices.Clone(c.received)}
 }
 
 // kill closes both sides; with rst the peers get a reset instead of a FIN.
@@ -150,7 +175,10 @@ func (p *Proxy) forward(c *conn, dst *net.TCPConn, b []byte, fromClient bool) er
 			return errStop // Close is already closing the connection
 		}
 	}
-	_, err := dst.Write(b)
+	n, err := dst.Write(b)
+	if p.tapping.Load() {
+		p.record(c, b[:n], fromClient)
+	}
 	return err
 }
 
