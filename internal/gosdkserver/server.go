@@ -17,8 +17,10 @@
 package gosdkserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -72,6 +74,7 @@ const (
 	listenAttempts = 50
 	listenBackoff  = 20 * time.Millisecond
 	gracePeriod    = 5 * time.Second
+	maxPeek        = 64 << 10 // a listen request is far smaller
 )
 
 // Server is a restartable go-sdk server. It is safe for concurrent use.
@@ -183,6 +186,17 @@ func (s *Server) RunsOf(id string) int64 {
 	return s.byID[id]
 }
 
+// RunsByID is RunsOf for every id.
+func (s *Server) RunsByID() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	runs := make(map[string]int, len(s.byID))
+	for id, n := range s.byID {
+		runs[id] = int(n)
+	}
+	return runs
+}
+
 func (s *Server) ran(tool, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,13 +225,15 @@ func (s *Server) serve(ln net.Listener) {
 	}()
 }
 
-// trackStreams lets a graceful stop end the GET event streams, which never
-// end on their own and would hold Shutdown for its whole bound; a server
-// that shuts down properly ends them (as mcp-go's Shutdown and the TS SDK's
-// transport close do).
+// trackStreams lets a graceful stop end the streams held open for
+// notifications, the GET event stream and the stateless era's
+// subscriptions/listen POST, which never end on their own and would hold
+// Shutdown for its whole bound; a server that shuts down properly ends them
+// (as mcp-go's Shutdown and the TS SDK's transport close do). Calls in
+// flight are left to finish.
 func (g *generation) trackStreams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
+		if !isStream(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -234,6 +250,23 @@ func (g *generation) trackStreams(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isStream reports whether r opens a notification stream. It reads a POST's
+// body to tell, and puts it back for the SDK.
+func isStream(r *http.Request) bool {
+	if r.Method == http.MethodGet {
+		return true
+	}
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeek))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	return err == nil && bytes.Contains(body, []byte(`"subscriptions/listen"`))
 }
 
 func (s *Server) stop(how Stop) {
