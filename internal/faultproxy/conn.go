@@ -175,10 +175,14 @@ func (p *Proxy) forward(c *conn, dst *net.TCPConn, b []byte, fromClient bool) er
 			return errStop // Close is already closing the connection
 		}
 	}
-	n, err := dst.Write(b)
+	// Recorded before the write: once written, the peer may act on the
+	// bytes, and whoever reads the tap then must find them there. A write
+	// that fails leaves bytes recorded that never arrived: the tap bounds
+	// what reached the peer from above.
 	if p.tapping.Load() {
-		p.record(c, b[:n], fromClient)
+		p.record(c, b, fromClient)
 	}
+	_, err := dst.Write(b)
 	return err
 }
 

@@ -243,7 +243,9 @@ func (p *Proxy) Clear() {
 }
 
 // SetTap, while on, records every byte the proxy forwards, per connection
-// and direction, closed connections included, for Tapped.
+// and direction, closed connections included, for Tapped. Bytes are
+// recorded as they are handed to the peer's socket, before the peer can
+// answer them.
 //
 // It is how a test tells how many times a request reached a server it
 // cannot instrument, and what the server answered to each.
