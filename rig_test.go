@@ -119,7 +119,13 @@ func toolRequest(name string, args map[string]any) mcp.CallToolRequest {
 
 // callTool calls a tool that answers with one text, and returns the text.
 func callTool(ctx context.Context, c *client.ResilientClient, name string, args map[string]any) (string, error) {
-	res, err := c.CallTool(ctx, toolRequest(name, args))
+	return callToolRequest(ctx, c, toolRequest(name, args))
+}
+
+// callToolRequest is callTool for a request built by the caller.
+func callToolRequest(ctx context.Context, c *client.ResilientClient, req mcp.CallToolRequest) (string, error) {
+	name := req.Params.Name
+	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,30 @@ type conn struct {
 	upstream *net.TCPConn // nil until the upstream dial completes
 	dead     bool
 	dropped  bool
+	sent     []byte // what was forwarded upstream while tapping (SetTap)
+	received []byte // what was forwarded to the client while tapping
+	tapped   bool
+}
+
+// record appends b to what the connection forwarded one way; it reports
+// whether this was the first record, so the proxy lists the connection once.
+func (c *conn) record(b []byte, fromClient bool) (first bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fromClient {
+		c.sent = append(c.sent, b...)
+	} else {
+		c.received = append(c.received, b...)
+	}
+	first = !c.tapped
+	c.tapped = true
+	return first
+}
+
+func (c *conn) tap() Tap {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Tap{Sent: slices.Clone(c.sent), Received: slices.Clone(c.received)}
 }
 
 // kill closes both sides; with rst the peers get a reset instead of a FIN.
@@ -149,6 +174,13 @@ func (p *Proxy) forward(c *conn, dst *net.TCPConn, b []byte, fromClient bool) er
 		case <-p.ctx.Done():
 			return errStop // Close is already closing the connection
 		}
+	}
+	// Recorded before the write: once written, the peer may act on the
+	// bytes, and whoever reads the tap then must find them there. A write
+	// that fails leaves bytes recorded that never arrived: the tap bounds
+	// what reached the peer from above.
+	if p.tapping.Load() {
+		p.record(c, b, fromClient)
 	}
 	_, err := dst.Write(b)
 	return err

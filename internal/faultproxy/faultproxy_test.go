@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,6 +197,35 @@ func TestForwardHTTP(t *testing.T) {
 	}
 	if p.Dials() != 1 || p.Accepted() != 1 {
 		t.Errorf("Dials, Accepted = %d, %d; want 1, 1 (keep-alive reuse)", p.Dials(), p.Accepted())
+	}
+}
+
+// The tap records both directions of every connection, the closed ones
+// included, and only while it is on.
+func TestTapRecordsBothDirections(t *testing.T) {
+	e := newEcho(t)
+	p := newProxy(t, e.ln.Addr().String())
+	untapped := dial(t, p.Addr())
+	roundTrip(t, untapped, "before the tap")
+	p.SetTap(true)
+	for i := range 2 {
+		c := dial(t, p.Addr())
+		roundTrip(t, c, fmt.Sprint("closed ", i))
+		c.Close()
+	}
+	roundTrip(t, untapped, "on the old connection")
+	p.SetTap(false)
+	roundTrip(t, untapped, " after the tap")
+	var got []string
+	for _, tap := range p.Tapped() {
+		if !bytes.Equal(tap.Sent, tap.Received) {
+			t.Errorf("sent %q, received %q: the echo returns what it gets", tap.Sent, tap.Received)
+		}
+		got = append(got, string(tap.Sent))
+	}
+	want := []string{"closed 0", "closed 1", "on the old connection"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tapped %q, want %q", got, want)
 	}
 }
 

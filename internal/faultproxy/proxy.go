@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,10 @@ type Proxy struct {
 
 	armMu sync.Mutex
 	armed int
+
+	tapping atomic.Bool
+	tapMu   sync.Mutex
+	tapped  []*conn // every connection that forwarded bytes while tapping
 
 	// mu guards the fields below. Lock order: Proxy.mu before conn.mu.
 	mu     sync.Mutex
@@ -235,6 +240,41 @@ func (p *Proxy) Clear() {
 	p.SetLatency(0)
 	p.ResetAfterRequest(0)
 	_ = p.SetRefuse(false)
+}
+
+// SetTap, while on, records every byte the proxy forwards, per connection
+// and direction, closed connections included, for Tapped. Bytes are
+// recorded as they are handed to the peer's socket, before the peer can
+// answer them.
+//
+// It is how a test tells how many times a request reached a server it
+// cannot instrument, and what the server answered to each.
+func (p *Proxy) SetTap(on bool) { p.tapping.Store(on) }
+
+// Tap is what one connection carried while tapping: Sent from the client to
+// the upstream, Received from the upstream to the client (as far as it was
+// forwarded).
+type Tap struct{ Sent, Received []byte }
+
+// Tapped returns a copy of what every connection carried while tapping, in
+// the order the connections first carried bytes.
+func (p *Proxy) Tapped() []Tap {
+	p.tapMu.Lock()
+	tapped := slices.Clone(p.tapped)
+	p.tapMu.Unlock()
+	taps := make([]Tap, len(tapped))
+	for i, c := range tapped {
+		taps[i] = c.tap()
+	}
+	return taps
+}
+
+func (p *Proxy) record(c *conn, b []byte, fromClient bool) {
+	if c.record(b, fromClient) {
+		p.tapMu.Lock()
+		p.tapped = append(p.tapped, c)
+		p.tapMu.Unlock()
+	}
 }
 
 // Accepted returns the number of connections accepted since New.

@@ -1,0 +1,427 @@
+package resilientmcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/gosdkserver"
+)
+
+// The failure scenarios against servers nobody here wrote (testing.md):
+// the official go-sdk server, in process, stateful (with and without an
+// event store) and stateless, and the TypeScript reference server
+// server-everything, a node child process. Each asserts the error contract
+// and what the server executed, and logs the counts the contract is judged
+// by. The clients are as a new user makes them; options are added only where
+// the scenario is about them.
+
+// Restarted while idle, gracefully and abruptly: every call after it
+// succeeds, and each unsafe call runs once.
+func TestRealServerRestartIdle(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKEventsTarget, goSDKStatelessTarget, everythingTarget} {
+		for _, how := range kills {
+			t.Run(tg.name+"/"+how.String(), func(t *testing.T) {
+				srv := tg.start(t)
+				c := realClient(t, srv)
+				var ty tally
+				mustCall(t, c, srv, "before", &ty)
+				srv.restart(t, how)
+				for i := range 3 {
+					marker := fmt.Sprintf("idle-%d", i)
+					_, err := call(c, srv.unsafe(marker), 10*time.Second)
+					ty.add(err)
+					if err != nil {
+						t.Errorf("unsafe call %d after the restart: %v", i, err)
+					}
+					if n := srv.ran(t)[marker]; n != 1 {
+						t.Errorf("unsafe call %d ran %d times, want 1", i, n)
+					}
+					mustCall(t, c, srv, fmt.Sprint("after ", i), &ty)
+				}
+				t.Logf("before: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
+			})
+		}
+	}
+}
+
+// mustCall echoes text, and fails the test unless the answer is its own.
+func mustCall(t *testing.T, c *client.ResilientClient, srv realServer, text string, ty *tally) {
+	t.Helper()
+	req, want := srv.echo(text)
+	got, err := call(c, req, 10*time.Second)
+	ty.add(err)
+	if err != nil || got != want {
+		t.Errorf("echo %q = %q, %v; want %q", text, got, err, want)
+	}
+}
+
+// Restarted twice, once each way, under 16 goroutines calling for about
+// 2s: almost every call succeeds; every failure says whether the call may
+// have run; none that may not be repeated ran twice.
+func TestRealServerRestartUnderLoad(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKEventsTarget, goSDKStatelessTarget, everythingTarget} {
+		t.Run(tg.name, func(t *testing.T) {
+			srv := tg.start(t)
+			c := realClient(t, srv)
+			var ty tally
+			mustCall(t, c, srv, "before", &ty)
+
+			const goroutines = 16
+			type unsafeCall struct {
+				marker string
+				kind   string
+			}
+			var (
+				mu      sync.Mutex
+				unsafes []unsafeCall
+				wg      sync.WaitGroup
+			)
+			stop := make(chan struct{})
+			stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
+			t.Cleanup(stopWorkers) // before the client closes, even if the test fails early
+			for g := range goroutines {
+				wg.Go(func() {
+					// Bounded in count as well as by stop.
+					for i := range 2000 {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if i%2 == 0 {
+							req, want := srv.echo(fmt.Sprintf("g%d-%d", g, i))
+							got, err := call(c, req, 10*time.Second)
+							if err == nil && got != want {
+								err = fmt.Errorf("echo answered %q, want %q", got, want)
+							}
+							ty.add(err)
+							continue
+						}
+						marker := fmt.Sprintf("load-g%d-%d", g, i)
+						_, err := call(c, srv.unsafe(marker), 10*time.Second)
+						kind := ty.add(err)
+						mu.Lock()
+						unsafes = append(unsafes, unsafeCall{marker, kind})
+						mu.Unlock()
+					}
+				})
+			}
+			for _, how := range kills {
+				time.Sleep(600 * time.Millisecond)
+				srv.restart(t, how)
+			}
+			time.Sleep(700 * time.Millisecond)
+			stopWorkers()
+
+			twice, unavailRan, unknownRan := 0, 0, 0
+			ran := srv.ran(t)
+			for _, u := range unsafes {
+				n := ran[u.marker]
+				if u.kind == "outcome unknown" && n > 0 {
+					unknownRan++
+				}
+				switch {
+				case n > 1:
+					twice++
+					if twice <= 3 {
+						t.Errorf("unsafe call %s ran %d times (the caller saw %s)", u.marker, n, u.kind)
+					}
+				case u.kind == "ok" && n != 1:
+					t.Errorf("unsafe call %s succeeded but ran %d times", u.marker, n)
+				case u.kind == "unavailable" && n != 0:
+					unavailRan++
+					t.Errorf("unsafe call %s ended ErrUnavailable but ran", u.marker)
+				}
+			}
+			t.Logf("before: protocol %s; %d calls (%d unsafe): %s; unsafe calls that ran twice: %d, that ran though unavailable: %d, that ran of those with outcome unknown: %d; stats %+v",
+				c.ProtocolVersion(), ty.total(), len(unsafes), &ty, twice, unavailRan, unknownRan, c.Stats())
+			if ty.untyped > 0 {
+				t.Errorf("%d calls failed with an error that is neither ErrOutcomeUnknown nor ErrUnavailable", ty.untyped)
+			}
+			if ok := float64(ty.ok) / float64(ty.total()); ok < 0.995 {
+				t.Errorf("%.2f%% of %d calls succeeded, want at least 99.5%%", 100*ok, ty.total())
+			}
+		})
+	}
+}
+
+// The process is stopped for 4s (SIGSTOP) and continued, with keepalive
+// small: a call made while it is frozen returns by its deadline; the calls
+// after SIGCONT succeed.
+func TestRealServerFrozen(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKStatelessTarget, everythingTarget} {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel() // mostly waiting for the 4s to pass
+			srv := tg.start(t)
+			c := realClient(t, srv, client.WithKeepAlive(300*time.Millisecond))
+			var ty tally
+			mustCall(t, c, srv, "before", &ty)
+			srv.freeze(t)
+			thawed := false
+			thaw := func() {
+				if !thawed {
+					thawed = true
+					srv.thaw(t)
+				}
+			}
+			defer thaw()
+
+			// A call while frozen: its deadline, not the server, ends it.
+			const deadline = 1500 * time.Millisecond
+			frozenErr := make(chan error, 1)
+			go func() {
+				req, _ := srv.echo("while frozen")
+				_, err := call(c, req, deadline)
+				frozenErr <- err
+			}()
+			select {
+			case err := <-frozenErr:
+				ty.add(err)
+				if err == nil {
+					t.Errorf("a call to the frozen server succeeded")
+				} else if !errors.Is(err, context.DeadlineExceeded) || errKind(err) == "untyped" {
+					t.Errorf("call while frozen = %v; want a typed error carrying context.DeadlineExceeded", err)
+				}
+			case <-time.After(deadline + 2*time.Second):
+				t.Errorf("a call with a %v deadline still hangs %v later", deadline, 2*time.Second)
+			}
+			time.Sleep(4*time.Second - deadline)
+			thaw()
+
+			for i := range 3 {
+				mustCall(t, c, srv, fmt.Sprint("after SIGCONT ", i), &ty)
+				marker := fmt.Sprintf("thawed-%d", i)
+				_, err := call(c, srv.unsafe(marker), 10*time.Second)
+				ty.add(err)
+				if err != nil {
+					t.Errorf("unsafe call %d after SIGCONT: %v", i, err)
+				}
+				if n := srv.ran(t)[marker]; n != 1 {
+					t.Errorf("unsafe call %d ran %d times, want 1", i, n)
+				}
+			}
+			t.Logf("before: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
+		})
+	}
+}
+
+// The server restarts, once each way, while a long read-only call reports
+// progress: the call succeeds, replayed or its stream resumed.
+func TestRealServerRestartDuringLongCall(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKEventsTarget, goSDKStatelessTarget, everythingTarget} {
+		for _, how := range kills {
+			t.Run(tg.name+"/"+how.String(), func(t *testing.T) {
+				srv := tg.start(t)
+				c := realClient(t, srv)
+				var progress atomic.Int64
+				c.OnNotification(func(n mcp.JSONRPCNotification) {
+					if n.Method == string(mcp.MethodNotificationProgress) {
+						progress.Add(1)
+					}
+				})
+				var ty tally
+				mustCall(t, c, srv, "before", &ty)
+
+				done := make(chan error, 1)
+				go func() {
+					_, err := call(c, srv.long("long-1"), 20*time.Second)
+					done <- err
+				}()
+				eventually(t, "the first progress notification", func() bool { return progress.Load() > 0 })
+				before := progress.Load()
+				srv.restart(t, how)
+				err := <-done
+				ty.add(err)
+				if err != nil {
+					t.Errorf("long call across a %s restart: %v", how, err)
+				}
+				t.Logf("before: long call %s; progress notifications %d before the restart, %d in all; server ran long %d times; stats %+v",
+					&ty, before, progress.Load(), srv.longRuns(), c.Stats())
+			})
+		}
+	}
+}
+
+// A subscription survives restarts, once each way: after each, an update
+// reaches the handler with no call made.
+func TestRealServerSubscriptionAcrossRestarts(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKStatelessTarget, everythingTarget} {
+		t.Run(tg.name, func(t *testing.T) {
+			srv := tg.start(t)
+			c := realClient(t, srv)
+			got := make(chan struct{}, 256)
+			var updates atomic.Int64
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == string(mcp.MethodNotificationResourceUpdated) && n.Params.AdditionalFields["uri"] == srv.uri() {
+					updates.Add(1)
+					select {
+					case got <- struct{}{}:
+					default:
+					}
+				}
+			})
+			if err := c.Subscribe(ctxFor(t, 10*time.Second), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: srv.uri()}}); err != nil {
+				t.Fatalf("Subscribe: %v", err)
+			}
+			se, _ := srv.(*serverEverything)
+			if se != nil {
+				srv.update(t, c)
+			}
+			if !awaitUpdates(t, srv, got, se == nil) {
+				t.Fatal("no update reached the handler before any restart")
+			}
+
+			var report []string
+			for _, how := range kills {
+				calls := c.Stats().Calls
+				subscribed := 0
+				if se != nil {
+					subscribed = se.answered("resources/subscribe")
+				}
+				drain(got)
+				srv.restart(t, how)
+				restarted := time.Now()
+				if se != nil {
+					// It sends updates only after a call, so the client's
+					// part without one is what it restored on its own: the
+					// subscription, on a session it opened in the background.
+					// Then the call that has the server send an update.
+					resubscribed := func() bool { return se.answered("resources/subscribe") > subscribed }
+					if !within(5*time.Second, resubscribed) {
+						t.Errorf("after %s: the client did not subscribe again on the restarted server within 5s with no call made", how)
+					} else {
+						report = append(report, fmt.Sprintf("%s: subscribed again after %v with no call", how, time.Since(restarted).Round(time.Millisecond)))
+					}
+					srv.update(t, c)
+				}
+				if !awaitUpdates(t, srv, got, se == nil) {
+					t.Errorf("after %s: no update reached the handler within 5s", how)
+					report = append(report, fmt.Sprintf("%s: no update (stats %+v)", how, c.Stats()))
+				} else {
+					report = append(report, fmt.Sprintf("%s: update after %v", how, time.Since(restarted).Round(time.Millisecond)))
+				}
+				if se == nil && c.Stats().Calls != calls {
+					t.Errorf("after %s: calls were made", how)
+				}
+			}
+			t.Logf("before: protocol %s; %d updates received; %s; stats %+v", c.ProtocolVersion(), updates.Load(), strings.Join(report, "; "), c.Stats())
+		})
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// awaitUpdates waits, boundedly, for an update to reach the handler; with
+// trigger it has the server announce one every 50ms meanwhile (a server
+// sends updates only to the subscriptions it knows of at the moment).
+func awaitUpdates(t *testing.T, srv realServer, got <-chan struct{}, trigger bool) bool {
+	t.Helper()
+	for range 100 {
+		if trigger {
+			srv.update(t, nil)
+		}
+		select {
+		case <-got:
+			return true
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// within is eventually for a condition a test reports on, not fails by.
+func within(limit time.Duration, cond func() bool) bool {
+	for range int(limit / (20 * time.Millisecond)) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// The server forgets the session while the process lives on: go-sdk's
+// SessionTimeout closes it after 200ms without a request; server-everything
+// is told to end it (DELETE, as another client holding its id could). The
+// next calls succeed, and an unsafe one runs once.
+func TestRealServerForgetsSession(t *testing.T) {
+	for _, tg := range []target{
+		{"go-sdk-session-timeout", func(t *testing.T) realServer {
+			return startGoSDK(t, gosdkserver.Config{SessionTimeout: 200 * time.Millisecond})
+		}},
+		everythingTarget,
+	} {
+		t.Run(tg.name, func(t *testing.T) {
+			srv := tg.start(t)
+			c := realClient(t, srv)
+			var ty tally
+			mustCall(t, c, srv, "before", &ty)
+			old := c.GetSessionId()
+			if old == "" {
+				t.Fatal("no session id")
+			}
+			if e, ok := srv.(*serverEverything); ok {
+				deleteSession(t, e.srv.URL(), old)
+			} else {
+				time.Sleep(600 * time.Millisecond)
+			}
+			_, err := call(c, srv.unsafe("forgotten-1"), 10*time.Second)
+			ty.add(err)
+			if err != nil {
+				t.Errorf("unsafe call on the forgotten session: %v", err)
+			}
+			if n := srv.ran(t)["forgotten-1"]; n != 1 {
+				t.Errorf("unsafe call ran %d times, want 1", n)
+			}
+			mustCall(t, c, srv, "after", &ty)
+			if now := c.GetSessionId(); now == old {
+				t.Errorf("the client still uses the forgotten session %s", old)
+			}
+			t.Logf("before: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
+		})
+	}
+}
+
+// deleteSession ends session id on the server at url, as its spec allows
+// any holder of the id to.
+func deleteSession(t *testing.T, url, id string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxFor(t, 5*time.Second), http.MethodDelete, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Mcp-Session-Id", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE session: %s", resp.Status)
+	}
+}
