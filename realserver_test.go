@@ -148,9 +148,14 @@ func TestRealServerRestartUnderLoad(t *testing.T) {
 			if ty.untyped > 0 {
 				t.Errorf("%d calls failed with an error that is neither ErrOutcomeUnknown nor ErrUnavailable", ty.untyped)
 			}
-			if ok := float64(ty.ok) / float64(ty.total()); ok < 0.995 {
-				t.Errorf("%.2f%% of %d calls succeeded, want at least 99.5%%", 100*ok, ty.total())
+			// What fails is only what was in flight when a process died:
+			// at most one call per goroutine per restart, each
+			// ErrOutcomeUnknown (about half of them did run: a SIGKILL
+			// leaves no way to tell). Everything else succeeds.
+			if ty.unknown > goroutines*len(kills) || ty.unavail > 0 {
+				t.Errorf("%d outcome unknown and %d unavailable for %d restarts of %d goroutines: more than the calls in flight at a restart", ty.unknown, ty.unavail, len(kills), goroutines)
 			}
+			t.Logf("%.2f%% of %d calls succeeded", 100*float64(ty.ok)/float64(ty.total()), ty.total())
 		})
 	}
 }

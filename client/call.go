@@ -66,6 +66,11 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			s.markServed()
 			return nil
 		}
+		if ex.sessionAccepted() {
+			// The server took the session's id before the failure: a 400
+			// to it from now on means the server lost it.
+			s.markServed()
+		}
 		r.ctxErr = ctx.Err()
 		v := classify(err, s, ex, r.ctxErr != nil)
 		if v.cause != nil {

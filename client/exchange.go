@@ -43,6 +43,9 @@ type exchange struct {
 	// event stream, so it may have run whatever happens next; cut, that
 	// stream broke before it ended.
 	streamed, cut bool
+	// accepted: a request of this attempt carrying the session id was
+	// answered 2xx, so the server accepted the id (F26).
+	accepted bool
 }
 
 // record is what the HTTP layer saw of the last request of an attempt.
@@ -101,7 +104,7 @@ func (ex *exchange) reset() {
 	ex.mu.Lock()
 	ex.rec, ex.dialErr = record{}, nil
 	ex.refused, ex.hasID = nil, false
-	ex.streamed, ex.cut = false, false
+	ex.streamed, ex.cut, ex.accepted = false, false, false
 	ex.mu.Unlock()
 }
 
@@ -162,6 +165,14 @@ func (ex *exchange) stream() (streamed, cut bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.streamed, ex.cut
+}
+
+// sessionAccepted reports whether the server answered a request of the
+// attempt that carried the session id with a 2xx.
+func (ex *exchange) sessionAccepted() bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.accepted
 }
 
 // streamCut records that the event stream answering the last request broke
@@ -255,8 +266,9 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Read only off the failure path: a success needs no date parsed.
 		ex.rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
-	if sse && req.Method == http.MethodPost && resp.StatusCode < 300 {
-		ex.streamed = true
+	if resp.StatusCode < 300 {
+		ex.accepted = ex.accepted || ex.rec.withSession
+		ex.streamed = ex.streamed || sse && req.Method == http.MethodPost
 	}
 	return resp, nil
 }

@@ -53,23 +53,27 @@ func (c *ResilientClient) markToolsStale() {
 	c.tools.mu.Unlock()
 }
 
-// knownTool returns the cached tool if the cache is current and has it.
-func (c *ResilientClient) knownTool(name string) (mcp.Tool, bool) {
+// knownTool returns the cached tool if the cache has it, and whether the
+// cache is current.
+func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) {
 	c.tools.mu.Lock()
 	defer c.tools.mu.Unlock()
-	t, ok := c.tools.tools[name]
-	return t, ok && c.tools.fresh == c.tools.gen
+	t, ok = c.tools.tools[name]
+	return t, ok, c.tools.fresh == c.tools.gen
 }
 
 // toolSafe decides whether a tools/call whose outcome is unknown may be sent
 // again. A tool the server does not list is not safe: it has no annotations.
 func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
-	t, ok := c.knownTool(name)
-	if !ok {
+	t, ok, current := c.knownTool(name)
+	if !ok || !current {
 		if err := c.learnTools(ctx); err != nil {
 			c.log.Warn("could not list the tools to decide a replay; the tool is taken as not safe to repeat", "tool", name, "err", describe(err))
-		}
-		if t, ok = c.knownTool(name); !ok {
+			t = mcp.Tool{Name: name}
+		} else if t, ok, _ = c.knownTool(name); !ok {
+			// A change announced while the listing was under way (a
+			// server that adds tools once a session opens) leaves it
+			// marked stale, but it is no older than this decision.
 			t = mcp.Tool{Name: name}
 		}
 	}
