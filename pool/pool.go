@@ -111,11 +111,11 @@ type Pool[T comparable] struct {
 }
 
 type member[T comparable] struct {
-	index     int
-	state     State
-	val       T
-	gen       uint64
-	leases    int // out on the generation in service
+	index  int
+	state  State
+	val    T
+	gen    uint64
+	leases int // out on the generation in service
 	// retiring: generations taken out of service while leases on them
 	// were out. Their values are released when the last lease comes back,
 	// as HikariCP closes an evicted connection when it is returned: a
