@@ -143,6 +143,14 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		NewBackOff: o.newBackOff,
 		Release:    (*session).close,
 		OnState:    c.onMemberState,
+		// A session the server forgot answers what is in flight on it
+		// itself (404, 400): it is closed when they are done. A dead, hung
+		// or corrupt one is closed at once, which ends what is in flight
+		// (F5, F18) so that safe calls are sent again.
+		Drain: func(cause error) bool {
+			var lost *lostError
+			return errors.As(cause, &lost) && (lost.kind == lossExpired || lost.kind == lossRequested)
+		},
 		RetryAfter: func(err error) time.Duration {
 			var busy *health.BusyError
 			if errors.As(err, &busy) {

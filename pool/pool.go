@@ -81,6 +81,12 @@ type Config[T comparable] struct {
 	// OnState is told of every member's transitions, with the Pool's lock
 	// held: it must be quick and must not call the Pool.
 	OnState func(member int, from, to State)
+	// Drain, if set, says whether a value discarded for cause with leases
+	// out stays open until the last of them is released (a value that
+	// still works for what is in flight on it), rather than released as
+	// soon as the dial loop is through with it (a value whose work in
+	// flight is lost anyway, which releasing it ends).
+	Drain func(cause error) bool
 	// RetryAfter, if set, is how long the other side asked the dial loop
 	// to wait after a failed dial (a server that answered "busy, come
 	// back in 5s"): the loop waits at least that, backoff or not. 0: no
@@ -117,7 +123,8 @@ type member[T comparable] struct {
 	gen    uint64
 	leases int // out on the generation in service
 	// retiring: generations taken out of service while leases on them
-	// were out. Their values are released when the last lease comes back,
+	// were out, for a cause Drain accepts. Their values are released when
+	// the last lease comes back,
 	// as HikariCP closes an evicted connection when it is returned: a
 	// call in flight on a discarded session finishes there instead of
 	// having it closed under it.
@@ -307,10 +314,10 @@ func (p *Pool[T]) discardLocked(m *member[T], gen uint64, cause error) bool {
 	prev := m.val
 	var zero T
 	m.val = zero
-	if m.leases > 0 {
+	if m.leases > 0 && p.cfg.Drain != nil && p.cfg.Drain(cause) {
 		m.retiring = append(m.retiring, retiree[T]{gen: m.gen, val: prev, leases: m.leases})
-		m.leases = 0
 	}
+	m.leases = 0 // the leases out are the retiree's, or nobody's
 	p.stats.Discards++
 	p.startLocked(m, prev, cause)
 	return true

@@ -178,7 +178,10 @@ func TestDiscardedValueIsReleasedWhenItsLastLeaseReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var released atomic.Int32
 		d := &dialer{}
-		p := newPool(1, d, func(c *Config[*conn]) { c.Release = func(*conn) { released.Add(1) } })
+		p := newPool(1, d, func(c *Config[*conn]) {
+			c.Release = func(*conn) { released.Add(1) }
+			c.Drain = func(error) bool { return true }
+		})
 		defer p.Close()
 		a, _ := p.Acquire(t.Context())
 		b, _ := p.Acquire(t.Context())
