@@ -23,8 +23,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/oauth2"
 )
 
 func TestParseChallenge(t *testing.T) {
@@ -160,11 +158,11 @@ func TestRefreshHonoursRetryAfter(t *testing.T) {
 	defer as.Close()
 	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{}, Env{})
 	defer o.Close()
-	o.loaded, o.challenged = true, true
+	o.challenged = true
 	o.disc = &discovery{resource: "http://127.0.0.1:1/mcp"}
 	o.disc.as.TokenEndpoint = as.URL + "/token"
 	o.id = &identity{clientID: "c", method: "none"}
-	o.tok = &oauth2.Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}
+	o.tok = &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}
 
 	var wg sync.WaitGroup
 	for range 8 {
