@@ -112,21 +112,15 @@ func (o *OAuth) obtain(ctx context.Context, r *renewal) (*obtained, error) {
 	}
 	k := o.storeKey(d)
 	var got *obtained
-	var stored Grant
-	for range 2 { // a registration is written at once, then the grant is renewed
-		stored, err = o.cfg.Store.Update(ctx, k, func(ctx context.Context, cur Grant) (*Grant, error) {
-			var next *Grant
-			var err error
-			got, next, err = o.renew(ctx, d, k, r, cur)
-			if got != nil {
-				got.ver = cur.Version
-			}
-			return next, err
-		})
-		if !errors.Is(err, errRegistered) {
-			break
+	stored, err := o.cfg.Store.Update(ctx, k, func(ctx context.Context, cur Grant) (*Grant, error) {
+		var next *Grant
+		var err error
+		got, next, err = o.renew(ctx, d, k, r, cur)
+		if got != nil {
+			got.ver = cur.Version
 		}
-	}
+		return next, err
+	})
 	switch {
 	case got != nil && err != nil:
 		// The token is good, the Store did not take it: use it here, and
@@ -168,11 +162,6 @@ func (o *OAuth) renew(ctx context.Context, d *discovery, k Key, r *renewal, cur 
 	id, reg, registered, err := o.identityFor(ctx, d, cur.Registration, myID)
 	if err != nil {
 		return nil, nil, err
-	}
-	if registered && cur.Registration == nil {
-		// Written before the user is asked: a process that dies while it
-		// waits for the user leaves the registration to the next one.
-		return nil, &Grant{Registration: reg, Token: base}, errRegistered
 	}
 	dirty = dirty || registered
 	keep := func() *Grant {
@@ -229,10 +218,6 @@ func (o *OAuth) renew(ctx context.Context, d *discovery, k Key, r *renewal, cur 
 	t := toToken(tok, scopes)
 	return &obtained{tok: t, id: id, sent: "authorize"}, &Grant{Registration: reg, Token: t}, nil
 }
-
-// errRegistered: the renewal registered the client and wrote the
-// registration; it runs again, under the lock again, to get a token.
-var errRegistered = errors.New("registered")
 
 // usable: t can be sent now.
 func usable(t *Token, now time.Time) bool {
