@@ -59,13 +59,17 @@ func TestF33ReplicasShareOneGrant(t *testing.T) {
 					t.Fatal("a replica made no successful call in 30s")
 				}
 			}
-			time.Sleep(2*lifetime + lifetime/2) // two expiries or so
+			time.Sleep(lifetime + lifetime/4) // an expiry
+			// All tokens invalid now: the next request of every replica is
+			// refused, and one refresh replaces the token for all.
 			as.InvalidateAccessTokens()
-			time.Sleep(lifetime / 2)
-			as.SetDown(true) // longer than the refresh margin (10 %)
-			time.Sleep(300 * time.Millisecond)
+			// The authorization server is down from before that token's
+			// refresh is due until after it expires.
+			time.Sleep(lifetime * 8 / 10)
+			as.SetDown(true)
+			time.Sleep(lifetime * 3 / 10)
 			as.SetDown(false)
-			time.Sleep(lifetime + lifetime/2)
+			time.Sleep(lifetime)
 			var reps []replicaReport
 			for _, r := range rs {
 				reps = append(reps, r.finish())
