@@ -189,13 +189,13 @@ func TestF33RedisStoppedAndStarted(t *testing.T) {
 	phase("down")
 	redisSrv.Stop()
 	downRequests := as.Stats().TokenRequests
-	time.Sleep(2 * lifetime)
+	time.Sleep(lifetime + time.Second) // past every held token's expiry
 	sentWhileDown := as.Stats().TokenRequests - downRequests
 	phase("back")
 	redisSrv.Restart()
-	time.Sleep(3 * time.Second) // the backoff's next attempt
+	time.Sleep(2 * time.Second) // the backoff's next attempt
 	phase("settled")
-	time.Sleep(2 * lifetime)
+	time.Sleep(lifetime + lifetime/4) // an expiry
 	var reps []replicaReport
 	for _, r := range rs {
 		reps = append(reps, r.finish())
