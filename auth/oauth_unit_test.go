@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 func TestParseChallenge(t *testing.T) {
@@ -186,5 +188,59 @@ func TestRefreshHonoursRetryAfter(t *testing.T) {
 	}
 	if n := requests.Load(); n != 2 {
 		t.Errorf("%d token requests in all; want 2", n)
+	}
+}
+
+// slowTokenStore is a user's TokenStore that takes its time, and notes
+// whether it was called while the OAuth's own lock was held.
+type slowTokenStore struct {
+	transport.MemoryTokenStore
+	o            *OAuth
+	calls        atomic.Int32
+	underOAuthMu atomic.Int32
+}
+
+func (s *slowTokenStore) GetToken(ctx context.Context) (*transport.Token, error) {
+	s.calls.Add(1)
+	if s.o.mu.TryLock() {
+		s.o.mu.Unlock()
+	} else {
+		s.underOAuthMu.Add(1)
+	}
+	time.Sleep(50 * time.Millisecond)
+	return s.MemoryTokenStore.GetToken(ctx)
+}
+
+// The stored token is read by the renewal, detached from the caller that
+// needed it, and never under the OAuth's lock: a first caller whose
+// context has ended does not leave it unread, and the next caller gets it
+// without a request to the authorization server.
+func TestStoredTokenReadByTheRenewal(t *testing.T) {
+	ts := &slowTokenStore{}
+	if err := ts.SaveToken(t.Context(), &transport.Token{AccessToken: "stored", RefreshToken: "r", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{ClientID: "c", TokenStore: ts}, Env{})
+	defer o.Close()
+	ts.o = o
+	o.challenged = true
+	o.disc = &discovery{resource: "http://127.0.0.1:1/mcp"}
+	o.disc.as.Issuer, o.disc.as.TokenEndpoint = "http://127.0.0.1:1", "http://127.0.0.1:1/token" // nothing listens
+
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if tok, err := o.Token(ended); err == nil {
+		t.Fatalf("a caller whose context ended got %q", tok)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if tok, err := o.Token(ctx); tok != "stored" || err != nil {
+		t.Fatalf("the next caller: %q, %v; want the stored token", tok, err)
+	}
+	if ts.calls.Load() == 0 || ts.underOAuthMu.Load() != 0 {
+		t.Errorf("the TokenStore was read %d times, %d of them under the OAuth's lock; want some, none", ts.calls.Load(), ts.underOAuthMu.Load())
+	}
+	if r, _, a := o.Counts(); r != 0 || a != 0 {
+		t.Errorf("%d refreshes, %d authorizations; want none", r, a)
 	}
 }
