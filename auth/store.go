@@ -14,7 +14,7 @@ import (
 // Key names one grant in a Store. Credentials are keyed by issuer
 // (SEP-2352): a client registered at one authorization server is unknown
 // to another, and a token for one resource (RFC 8707) is refused by
-// another.
+// another. A Key is a plain value, safe to copy and share.
 type Key struct {
 	Issuer   string // the authorization server's issuer
 	Resource string // the protected resource's indicator
@@ -36,14 +36,15 @@ func (k Key) ID() string {
 
 // Registration is who the client is at the issuer: a configured client,
 // or one registered dynamically (RFC 7591), which only the store
-// remembers.
+// remembers. A plain value, safe to share once it is no longer written.
 type Registration struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
 	AuthMethod   string `json:"token_endpoint_auth_method,omitempty"` // none, client_secret_basic, client_secret_post, private_key_jwt
 }
 
-// Token is an access token and what renews it.
+// Token is an access token and what renews it. A plain value, safe to
+// share once it is no longer written; a Store hands out copies.
 type Token struct {
 	AccessToken  string    `json:"access_token"`
 	TokenType    string    `json:"token_type,omitempty"`
@@ -53,7 +54,8 @@ type Token struct {
 }
 
 // Grant is what a Store keeps under a Key. Version is the store's: 0 is
-// nothing stored, and every write adds one.
+// nothing stored, and every write adds one. A plain value; the pointers
+// in one a Store returns are the caller's own.
 type Grant struct {
 	Version      int64         `json:"version"`
 	Registration *Registration `json:"registration,omitempty"`

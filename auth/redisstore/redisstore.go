@@ -46,7 +46,7 @@ type Store struct {
 	logger *slog.Logger
 }
 
-// Option configures a Store.
+// Option configures a Store; it is applied once, by New.
 type Option func(*Store)
 
 // WithPrefix is put before every key (default "resilientmcp:auth:").
