@@ -244,3 +244,49 @@ func TestStoredTokenReadByTheRenewal(t *testing.T) {
 		t.Errorf("%d refreshes, %d authorizations; want none", r, a)
 	}
 }
+
+// After invalid_grant the store is read again before anything is cleared:
+// here another holder (one whose lease lapsed under this one) wrote a new
+// grant while the refresh was on its way, and the refresh token this one
+// sent was spent by it. The caller gets the other holder's token; the
+// grant is not cleared.
+func TestInvalidGrantReadsTheStoreAgain(t *testing.T) {
+	store := newMemoryStore()
+	k := Key{Issuer: "http://127.0.0.1:1", Resource: "http://127.0.0.1:1/mcp", Client: "c"}
+	var requests atomic.Int32
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		cur, _ := store.Load(r.Context(), k)
+		_ = store.write(r.Context(), k, Grant{Version: cur.Version + 1, Token: &Token{AccessToken: "theirs", RefreshToken: "r2", Expiry: time.Now().Add(time.Hour)}})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+	}))
+	defer as.Close()
+	if _, err := store.Update(t.Context(), k, func(context.Context, Grant) (*Grant, error) {
+		return &Grant{Token: &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{ClientID: "c", Store: store}, Env{})
+	defer o.Close()
+	o.challenged = true
+	o.disc = &discovery{resource: k.Resource}
+	o.disc.as.Issuer, o.disc.as.TokenEndpoint = k.Issuer, as.URL+"/token"
+	o.tok, o.ver = &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}, 1 // this process had it
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	tok, err := o.Token(ctx)
+	if tok != "theirs" || err != nil || requests.Load() != 1 {
+		t.Fatalf("got %q, %v after %d token requests; want the other holder's token after 1", tok, err, requests.Load())
+	}
+	if g, _ := store.Load(t.Context(), k); g.Token == nil || g.Token.AccessToken != "theirs" {
+		t.Errorf("stored %+v; want the other holder's grant, not cleared", g.Token)
+	}
+	// Without the read, only the compare-and-swap would stop the clearing,
+	// and the caller would wait out a backoff for a renewal counted failed.
+	if _, failed, _ := o.Counts(); failed != 0 {
+		t.Errorf("%d failed refreshes; want the other holder's token taken at once", failed)
+	}
+}

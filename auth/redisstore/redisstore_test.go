@@ -45,18 +45,22 @@ func (h *takeovers) WithGroup(string) slog.Handler      { return h }
 // counter in the token, four times: none is lost, never two at once.
 func TestUpdatesOneAtATime(t *testing.T) {
 	r := redistest.Start(t, false)
-	var inside, most atomic.Int32
+	var mu sync.Mutex
+	var inside, most int
 	var wg sync.WaitGroup
 	for range 8 {
 		s := redisstore.New(client(t, r))
 		wg.Go(func() {
 			for range 4 {
 				_, err := s.Update(t.Context(), key, func(_ context.Context, cur auth.Grant) (*auth.Grant, error) {
-					n := inside.Add(1)
-					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-					}
+					mu.Lock()
+					inside++
+					most = max(most, inside)
+					mu.Unlock()
 					time.Sleep(time.Millisecond)
-					inside.Add(-1)
+					mu.Lock()
+					inside--
+					mu.Unlock()
 					s := "x"
 					if cur.Token != nil {
 						s = cur.Token.AccessToken + "x"
@@ -71,8 +75,8 @@ func TestUpdatesOneAtATime(t *testing.T) {
 	}
 	wg.Wait()
 	g, err := redisstore.New(client(t, r)).Load(t.Context(), key)
-	if err != nil || g.Token == nil || len(g.Token.AccessToken) != 32 || g.Version != 32 || most.Load() != 1 {
-		t.Fatalf("after 32 updates: %+v, %v, %d at once; want 32 x's, version 32, one at a time", g, err, most.Load())
+	if err != nil || g.Token == nil || len(g.Token.AccessToken) != 32 || g.Version != 32 || most != 1 {
+		t.Fatalf("after 32 updates: %+v, %v, %d at once; want 32 x's, version 32, one at a time", g, err, most)
 	}
 }
 
