@@ -39,13 +39,15 @@
 // renewal; github.com/gofrs/flock is FileStore's lock (flock(2), and
 // LockFileEx on Windows, with a wait that ends with its context, which a
 // blocking flock call cannot do); mcp-go's AuthServerMetadata type reads
-// RFC 8414 documents, and its transport.TokenStore is still accepted. Written here because no library has it:
-// discovery with MCP's fallback order, dynamic registration (x/oauth2 has
-// none), the refresh keyed on the rejected token with its shared backoff,
-// step-up, the per-request origin check, adding resource and the client
-// assertion to x/oauth2's token requests (its refresh takes no
-// parameters), and signing the assertion (JWT libraries sign only with
-// concrete key types, not with a crypto.Signer such as an HSM's key).
+// RFC 8414 documents, and its transport.TokenStore is still accepted.
+// Written here because no library has it: discovery with MCP's fallback
+// order, dynamic registration (x/oauth2 has none), the refresh keyed on
+// the rejected token with its shared backoff, step-up, the per-request
+// origin check, adding resource and the client assertion to x/oauth2's
+// token requests (its refresh takes no parameters), signing the assertion
+// (JWT libraries sign only with concrete key types, not with a
+// crypto.Signer such as an HSM's key), and the renewal under a Store's
+// lock (no OAuth library shares a grant between processes).
 //
 // Nothing here puts a token, code, verifier or secret in an error or a log.
 package auth
