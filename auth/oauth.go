@@ -132,7 +132,8 @@ type OAuth struct {
 	// renewing describes the renewal under way, nil if none. It is set
 	// when the renewal starts and cleared, with flights.Forget, when it
 	// ends, both under mu: while it is set, flights holds that renewal
-	// under renewalKey and DoChan joins it.
+	// under renewalKey and DoChan joins it. flights' own lock is taken
+	// under mu (DoChan, Forget), never the other way round.
 	renewing *renewal
 	flights  singleflight.Group
 }
