@@ -22,16 +22,32 @@
 // unreachable authorization server is paced by one backoff while a valid
 // token keeps working.
 //
+// The grant (the client's registration and its tokens) lives in a Store,
+// keyed by issuer, resource and client: NewMemoryStore (the default, one
+// process), NewFileStore (every process of a machine, and the next one
+// after a restart) or auth/redisstore (every replica). Every renewal runs
+// under the Store's lock for its key, reads the grant again once it holds
+// it (another process may have renewed already: its token is used and
+// nothing is sent), and writes with a compare-and-swap on the version. In
+// a process, the one renewal under way (a singleflight all callers wait
+// on, each within its own context) is the fast path in front of that
+// lock.
+//
 // From libraries: golang.org/x/oauth2 does the authorization URL, PKCE,
 // the code exchange, the refresh and the client_credentials grant;
-// mcp-go's transport.TokenStore keeps tokens and its AuthServerMetadata
-// type reads RFC 8414 documents. Written here because no library has it:
-// discovery with MCP's fallback order, dynamic registration (x/oauth2 has
-// none), the refresh keyed on the rejected token with its shared backoff,
-// step-up, the per-request origin check, adding resource and the client
-// assertion to x/oauth2's token requests (its refresh takes no
-// parameters), and signing the assertion (JWT libraries sign only with
-// concrete key types, not with a crypto.Signer such as an HSM's key).
+// golang.org/x/sync/singleflight groups the callers waiting for one
+// renewal; github.com/gofrs/flock is FileStore's lock (flock(2), and
+// LockFileEx on Windows, with a wait that ends with its context, which a
+// blocking flock call cannot do); mcp-go's AuthServerMetadata type reads
+// RFC 8414 documents, and its transport.TokenStore is still accepted.
+// Written here because no library has it: discovery with MCP's fallback
+// order, dynamic registration (x/oauth2 has none), the refresh keyed on
+// the rejected token with its shared backoff, step-up, the per-request
+// origin check, adding resource and the client assertion to x/oauth2's
+// token requests (its refresh takes no parameters), signing the assertion
+// (JWT libraries sign only with concrete key types, not with a
+// crypto.Signer such as an HSM's key), and the renewal under a Store's
+// lock (no OAuth library shares a grant between processes).
 //
 // Nothing here puts a token, code, verifier or secret in an error or a log.
 package auth

@@ -55,6 +55,35 @@ func (o *OAuth) grantFor(d *discovery) (GrantType, error) {
 	return "", &Error{Reason: ReasonNoGrant, Err: fmt.Errorf("the authorization server offers grants %v", d.as.GrantTypesSupported)}
 }
 
+// identityFor is who the client is for a renewal under the Store's lock:
+// the configured client or metadata document; else the registration
+// stored (made by another process, or an earlier one); else this
+// process's own, which the Store lost; else a new registration. It
+// reports whether reg is to be written.
+func (o *OAuth) identityFor(ctx context.Context, d *discovery, stored *Registration, mine *identity) (id *identity, reg *Registration, write bool, err error) {
+	switch {
+	case o.cfg.ClientID != "" || (o.cfg.ClientMetadataURL != "" && d.as.ClientIDMetadataDocumentSupported):
+		id, err = o.identify(ctx, d)
+		return id, stored, false, err
+	case stored != nil && stored.ClientID != "":
+		return &identity{clientID: stored.ClientID, secret: stored.ClientSecret, method: stored.AuthMethod}, stored, false, nil
+	case mine != nil:
+		return mine, mine.registration(), true, nil
+	}
+	// No registration for a client that could not use it.
+	if _, err := o.grantFor(d); err != nil {
+		return nil, nil, false, err
+	}
+	if id, err = o.identify(ctx, d); err != nil {
+		return nil, nil, false, err
+	}
+	return id, id.registration(), true, nil
+}
+
+func (id *identity) registration() *Registration {
+	return &Registration{ClientID: id.clientID, ClientSecret: id.secret, AuthMethod: id.method}
+}
+
 // identify says who the client is: a configured client ID; else its
 // metadata document's URL when the server takes those; else a dynamic
 // registration (RFC 7591).

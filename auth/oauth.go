@@ -14,7 +14,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/client/transport"
-	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
@@ -41,19 +41,39 @@ type Config struct {
 	// scopes_supported, else no scope parameter; offline_access is added
 	// when the authorization server lists it.
 	Scopes []string
-	// TokenStore keeps the token (mcp-go's interface); nil keeps it in
-	// memory. Where it writes is the user's choice.
+	// Store is where the grant lives: the client registration and the
+	// tokens, keyed by issuer, resource and client. nil is
+	// NewMemoryStore(): one process, forgotten at exit. NewFileStore(dir)
+	// survives a restart and is shared by every process of the machine;
+	// redisstore.New is shared by every replica. Every renewal runs under
+	// its lock.
+	Store Store
+	// TokenStore is mcp-go's interface, tokens only, one process: kept for
+	// users who have one (the registration stays in memory). Not with
+	// Store.
 	TokenStore transport.TokenStore
 	// Authorize is the interactive step: send the user to authURL and
 	// return the full URL the browser was redirected to. It is called at
-	// most once at a time per client, detached from the call that needed
-	// it, bounded by AuthorizeTimeout. nil: calls that need a user fail with
-	// ReasonNoToken (client_credentials needs none).
+	// most once at a time per client (and per Store key, across the
+	// processes that share the Store), detached from the call that needed
+	// it, bounded by AuthorizeTimeout. nil: calls that need a user fail
+	// with ReasonNoToken (client_credentials needs none).
 	Authorize        func(ctx context.Context, authURL string) (redirectedTo string, err error)
 	AuthorizeTimeout time.Duration // default 5 min
 	// GrantType: "" picks authorization_code when Authorize is set and the
 	// server offers it, else client_credentials with a secret or key.
 	GrantType GrantType
+}
+
+// ErrStoreAndTokenStore is Config with both Store and TokenStore set.
+var ErrStoreAndTokenStore = errors.New("auth: Store and TokenStore are both set: the grant lives in one place")
+
+// Validate reports a Config that cannot work whatever the server says.
+func (c *Config) Validate() error {
+	if c.Store != nil && c.TokenStore != nil {
+		return ErrStoreAndTokenStore
+	}
+	return nil
 }
 
 // Env is what the client around an OAuth gives it.
@@ -73,9 +93,11 @@ const refreshTimeout = 30 * time.Second
 const maxRenewals = 3
 
 // OAuth is one client's OAuth 2.1 token source: all its sessions and
-// goroutines share one token, one refresh at a time (a rotated refresh
-// token is sent exactly once), one authorization at a time, and one
-// backoff when the authorization server is down.
+// goroutines share one token, one renewal at a time, and one backoff when
+// the authorization server is down. A renewal runs under the Store's lock
+// for its key, so that processes sharing the Store renew once between
+// them too: in this process, the renewal under way is the fast path
+// (callers wait for it) in front of that lock.
 //
 // An OAuth is safe for concurrent use.
 type OAuth struct {
@@ -85,43 +107,58 @@ type OAuth struct {
 
 	life context.Context // ended by Close: detached renewals end with it
 	stop context.CancelFunc
-	wg   sync.WaitGroup
+	wg   sync.WaitGroup // the renewal under way
 
 	refreshes, refreshFailures, authorizations atomic.Uint64
 
-	saveMu   sync.Mutex // orders writes to the token store
-	savedGen int64      // the generation last written
-
+	// Lock order: the Store's lock for a key (held by a renewal while it
+	// talks to the authorization server), then mu. mu is never held while
+	// waiting for the Store, calling it, or talking to any server; it
+	// guards the fields below, which are this process's view.
 	mu         sync.Mutex
-	loaded     bool
 	challenged bool      // a server refused a request for want of a token
 	challenge  Challenge // the latest, for discovery and the first scope
 	disc       *discovery
-	id         *identity
-	tok        *oauth2.Token
+	id         *identity // the last identity used, in case the Store forgets it
+	tok        *Token
+	ver        int64 // the Store's version tok came from or went to
+	unsaved    bool  // tok could not be written: it is newer than the stored one (version ver)
 	refreshAt  time.Time
 	held       []string        // the scopes tok was asked with, sorted
 	refused    map[string]bool // scope sets an authorization did not give
 	lost       error           // the grant is lost: calls fail at once
-	renewing   *renewal        // the one token request or authorization under way
-	gen        int64           // tokens obtained so far
 	retryAt    time.Time       // the authorization server is down: no request before
 	backoff    backoff.BackOff
+	// renewing describes the renewal under way, nil if none. It is set
+	// when the renewal starts and cleared, with flights.Forget, when it
+	// ends, both under mu: while it is set, flights holds that renewal
+	// under renewalKey and DoChan joins it. flights' own lock is taken
+	// under mu (DoChan, Forget), never the other way round.
+	renewing *renewal
+	flights  singleflight.Group
 }
+
+// renewalKey is the one flight: one token request or authorization at a
+// time in this process, whatever its kind.
+const renewalKey = "renewal"
 
 // renewal is one token request or authorization that every caller who
 // needs a token waits for.
 type renewal struct {
-	done   chan struct{}
-	err    error
-	scopes []string // for an authorization: the scopes asked
 	reason string   // "refresh" or "authorize" (which may be client credentials)
+	scopes []string // for an authorization: the scopes asked
+	from   string   // the access token it replaces, "" if none
 }
 
-// NewOAuth returns the token source for the MCP endpoint.
+// NewOAuth returns the token source for the MCP endpoint. cfg must pass
+// Validate; a Config with both stores uses Store.
 func NewOAuth(endpoint *url.URL, cfg Config, env Env) *OAuth {
-	if cfg.TokenStore == nil {
-		cfg.TokenStore = transport.NewMemoryTokenStore()
+	switch {
+	case cfg.Store != nil:
+	case cfg.TokenStore != nil:
+		cfg.Store = newTokenStore(cfg.TokenStore)
+	default:
+		cfg.Store = NewMemoryStore()
 	}
 	if cfg.AuthorizeTimeout <= 0 {
 		cfg.AuthorizeTimeout = 5 * time.Minute
@@ -160,9 +197,9 @@ func (o *OAuth) Counts() (refreshes, refreshFailures, authorizations uint64) {
 // in the background when it is due, 10 % of its lifetime before expiry,
 // at most 5 min), or, once a server asked for one, a new one for which it
 // waits within ctx. Before any server asked, it is "": the request goes
-// without, and the challenge says where to get one.
+// without, and the challenge says where to get one (and which Store key
+// holds a grant from an earlier process).
 func (o *OAuth) Token(ctx context.Context) (string, error) {
-	o.load(ctx)
 	for renewed := 0; renewed < maxRenewals; {
 		o.mu.Lock()
 		now := time.Now()
@@ -183,15 +220,15 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 			o.mu.Unlock()
 			return "", nil
 		}
-		r, err := o.joinLocked(ctx, now, nil)
+		ch, r, err := o.joinLocked(ctx, now, nil)
 		o.mu.Unlock()
 		if err != nil {
 			return "", err
 		}
-		if r == nil {
+		if ch == nil {
 			continue // the backoff's pause is over
 		}
-		switch err := o.await(ctx, r); {
+		switch err := o.await(ctx, ch, r); {
 		case errors.Is(err, errTryAgain):
 		case err != nil:
 			return "", err
@@ -206,35 +243,41 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 // authorization server is backed off, waits out the pause (with o.mu
 // released) and returns nil. A pause that would outlast ctx's deadline
 // ends the wait at once.
-func (o *OAuth) joinLocked(ctx context.Context, now time.Time, scopes []string) (*renewal, error) {
+func (o *OAuth) joinLocked(ctx context.Context, now time.Time, scopes []string) (<-chan singleflight.Result, *renewal, error) {
 	if r := o.renewing; r != nil {
-		return r, nil
+		return o.flights.DoChan(renewalKey, joinedTooLate), r, nil
 	}
 	pause := o.retryAt.Sub(now)
 	if pause <= 0 {
-		return o.startLocked(scopes), nil
+		ch, r := o.startLocked(scopes)
+		return ch, r, nil
 	}
 	if deadline, ok := ctx.Deadline(); ok && deadline.Before(now.Add(pause)) {
-		return nil, fmt.Errorf("%w: next attempt in %v, after the deadline: %w", ErrUnavailable, pause.Round(time.Millisecond), context.DeadlineExceeded)
+		return nil, nil, fmt.Errorf("%w: next attempt in %v, after the deadline: %w", ErrUnavailable, pause.Round(time.Millisecond), context.DeadlineExceeded)
 	}
 	o.mu.Unlock()
 	ended := wait.Sleep(ctx, pause, o.life.Done())
 	o.mu.Lock()
 	switch ended {
 	case wait.Cancelled:
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		return nil, nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
 	case wait.Stopped:
-		return nil, fmt.Errorf("%w: the client closed", ErrUnavailable)
+		return nil, nil, fmt.Errorf("%w: the client closed", ErrUnavailable)
 	}
-	return nil, nil
+	return nil, nil, nil
 }
+
+// joinedTooLate is what DoChan would run for a caller who joins a renewal
+// that had already ended: never, since a renewal leaves the group (Forget)
+// when it clears o.renewing, under o.mu. Should it run, the caller looks
+// again.
+func joinedTooLate() (any, error) { return nil, errTryAgain }
 
 // Rejected reports that the server answered 401 to token ("" when none
 // was sent) with ch, and returns the token to send instead: the current
 // one if another caller already replaced token, else a new one for which
 // all callers rejected with token wait together.
 func (o *OAuth) Rejected(ctx context.Context, token string, ch Challenge) (string, error) {
-	o.load(ctx)
 	o.mu.Lock()
 	o.challenged = true
 	if ch.ResourceMetadata != "" || len(ch.Scopes) > 0 {
@@ -256,7 +299,6 @@ func (o *OAuth) Rejected(ctx context.Context, token string, ch Challenge) (strin
 // a token with the union of the scopes held and those ch asks for. It never
 // authorizes again for a scope set already held or already refused.
 func (o *OAuth) InsufficientScope(ctx context.Context, token string, ch Challenge) (string, error) {
-	o.load(ctx)
 	for range maxRenewals {
 		o.mu.Lock()
 		want := union(o.held, ch.Scopes)
@@ -273,15 +315,15 @@ func (o *OAuth) InsufficientScope(ctx context.Context, token string, ch Challeng
 			o.mu.Unlock()
 			return "", err
 		}
-		r, err := o.joinLocked(ctx, time.Now(), want)
+		c, r, err := o.joinLocked(ctx, time.Now(), want)
 		o.mu.Unlock()
 		if err != nil {
 			return "", err
 		}
-		if r == nil {
+		if c == nil {
 			continue
 		}
-		if err := o.await(ctx, r); err != nil && !errors.Is(err, errTryAgain) {
+		if err := o.await(ctx, c, r); err != nil && !errors.Is(err, errTryAgain) {
 			if errors.Is(err, ErrUnavailable) {
 				return "", err
 			}
@@ -292,50 +334,66 @@ func (o *OAuth) InsufficientScope(ctx context.Context, token string, ch Challeng
 }
 
 // Authorize runs an authorization now, or joins one under way, whatever
-// the state: it is how a lost grant is recovered.
+// the state: it is how a lost grant is recovered. Another process sharing
+// the Store that authorized since this one's token was obtained is as
+// good: its token is used and the user is not asked.
 func (o *OAuth) Authorize(ctx context.Context) error {
-	o.load(ctx)
 	o.mu.Lock()
 	o.challenged = true
 	for o.renewing != nil && o.renewing.reason == "refresh" {
 		r := o.renewing
+		c := o.flights.DoChan(renewalKey, joinedTooLate)
 		o.mu.Unlock()
-		if err := o.await(ctx, r); errors.Is(err, ErrUnavailable) && ctx.Err() != nil {
+		if err := o.await(ctx, c, r); errors.Is(err, ErrUnavailable) && ctx.Err() != nil {
 			return err
 		}
 		o.mu.Lock()
 	}
+	var c <-chan singleflight.Result
 	r := o.renewing
-	if r == nil {
+	if r != nil {
+		c = o.flights.DoChan(renewalKey, joinedTooLate)
+	} else {
 		o.lost = nil
-		r = o.startLocked(append([]string{}, o.held...))
+		c, r = o.startLocked(append([]string{}, o.held...))
 	}
 	o.mu.Unlock()
-	err := o.await(ctx, r)
-	if errors.Is(err, errTryAgain) {
-		return r.err
+	err := o.await(ctx, c, r)
+	var again *tryAgainError
+	if errors.As(err, &again) {
+		return again.err
 	}
 	return err
 }
 
-// errTryAgain: the renewal waited for found the authorization server
-// unavailable; the waiter backs off and tries again within its context.
+// errTryAgain: the renewal waited for found the authorization server (or
+// the Store) unavailable; the waiter backs off and tries again within its
+// context.
 var errTryAgain = errors.New("try again")
 
-// await waits for r within ctx.
-func (o *OAuth) await(ctx context.Context, r *renewal) error {
+// tryAgainError is errTryAgain with the renewal's error.
+type tryAgainError struct{ err error }
+
+func (e *tryAgainError) Error() string        { return e.err.Error() }
+func (e *tryAgainError) Unwrap() error        { return e.err }
+func (e *tryAgainError) Is(target error) bool { return target == errTryAgain }
+
+// await waits for the renewal r, whose result c delivers, within ctx.
+func (o *OAuth) await(ctx context.Context, c <-chan singleflight.Result, r *renewal) error {
+	var err error
 	select {
-	case <-r.done:
+	case res := <-c:
+		err = res.Err
 	case <-ctx.Done():
 		if r.reason == "authorize" {
 			return &Error{Reason: ReasonPending, Err: ctx.Err()}
 		}
 		return fmt.Errorf("%w: waiting for a token: %w", ErrUnavailable, ctx.Err())
 	}
-	if r.err != nil && isUnavailable(r.err) {
-		return errTryAgain
+	if err != nil && (isUnavailable(err) || errors.Is(err, errTryAgain)) {
+		return &tryAgainError{err: err}
 	}
-	return r.err
+	return err
 }
 
 func (o *OAuth) validLocked(now time.Time) bool {

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2"
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 func TestParseChallenge(t *testing.T) {
@@ -160,11 +160,11 @@ func TestRefreshHonoursRetryAfter(t *testing.T) {
 	defer as.Close()
 	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{}, Env{})
 	defer o.Close()
-	o.loaded, o.challenged = true, true
+	o.challenged = true
 	o.disc = &discovery{resource: "http://127.0.0.1:1/mcp"}
 	o.disc.as.TokenEndpoint = as.URL + "/token"
 	o.id = &identity{clientID: "c", method: "none"}
-	o.tok = &oauth2.Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}
+	o.tok = &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}
 
 	var wg sync.WaitGroup
 	for range 8 {
@@ -188,5 +188,105 @@ func TestRefreshHonoursRetryAfter(t *testing.T) {
 	}
 	if n := requests.Load(); n != 2 {
 		t.Errorf("%d token requests in all; want 2", n)
+	}
+}
+
+// slowTokenStore is a user's TokenStore that takes its time, and notes
+// whether it was called while the OAuth's own lock was held.
+type slowTokenStore struct {
+	transport.MemoryTokenStore
+	o            *OAuth
+	calls        atomic.Int32
+	underOAuthMu atomic.Int32
+}
+
+func (s *slowTokenStore) GetToken(ctx context.Context) (*transport.Token, error) {
+	s.calls.Add(1)
+	if s.o.mu.TryLock() {
+		s.o.mu.Unlock()
+	} else {
+		s.underOAuthMu.Add(1)
+	}
+	time.Sleep(50 * time.Millisecond)
+	return s.MemoryTokenStore.GetToken(ctx)
+}
+
+// The stored token is read by the renewal, detached from the caller that
+// needed it, and never under the OAuth's lock: a first caller whose
+// context has ended does not leave it unread, and the next caller gets it
+// without a request to the authorization server.
+func TestStoredTokenReadByTheRenewal(t *testing.T) {
+	ts := &slowTokenStore{}
+	if err := ts.SaveToken(t.Context(), &transport.Token{AccessToken: "stored", RefreshToken: "r", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{ClientID: "c", TokenStore: ts}, Env{})
+	defer o.Close()
+	ts.o = o
+	o.challenged = true
+	o.disc = &discovery{resource: "http://127.0.0.1:1/mcp"}
+	o.disc.as.Issuer, o.disc.as.TokenEndpoint = "http://127.0.0.1:1", "http://127.0.0.1:1/token" // nothing listens
+
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if tok, err := o.Token(ended); err == nil {
+		t.Fatalf("a caller whose context ended got %q", tok)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if tok, err := o.Token(ctx); tok != "stored" || err != nil {
+		t.Fatalf("the next caller: %q, %v; want the stored token", tok, err)
+	}
+	if ts.calls.Load() == 0 || ts.underOAuthMu.Load() != 0 {
+		t.Errorf("the TokenStore was read %d times, %d of them under the OAuth's lock; want some, none", ts.calls.Load(), ts.underOAuthMu.Load())
+	}
+	if r, _, a := o.Counts(); r != 0 || a != 0 {
+		t.Errorf("%d refreshes, %d authorizations; want none", r, a)
+	}
+}
+
+// After invalid_grant the store is read again before anything is cleared:
+// here another holder (one whose lease lapsed under this one) wrote a new
+// grant while the refresh was on its way, and the refresh token this one
+// sent was spent by it. The caller gets the other holder's token; the
+// grant is not cleared.
+func TestInvalidGrantReadsTheStoreAgain(t *testing.T) {
+	store := newMemoryStore()
+	k := Key{Issuer: "http://127.0.0.1:1", Resource: "http://127.0.0.1:1/mcp", Client: "c"}
+	var requests atomic.Int32
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		cur, _ := store.Load(r.Context(), k)
+		_ = store.write(r.Context(), k, Grant{Version: cur.Version + 1, Token: &Token{AccessToken: "theirs", RefreshToken: "r2", Expiry: time.Now().Add(time.Hour)}})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+	}))
+	defer as.Close()
+	if _, err := store.Update(t.Context(), k, func(context.Context, Grant) (*Grant, error) {
+		return &Grant{Token: &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	o := NewOAuth(mustParse(t, "http://127.0.0.1:1/mcp"), Config{ClientID: "c", Store: store}, Env{})
+	defer o.Close()
+	o.challenged = true
+	o.disc = &discovery{resource: k.Resource}
+	o.disc.as.Issuer, o.disc.as.TokenEndpoint = k.Issuer, as.URL+"/token"
+	o.tok, o.ver = &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}, 1 // this process had it
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	tok, err := o.Token(ctx)
+	if tok != "theirs" || err != nil || requests.Load() != 1 {
+		t.Fatalf("got %q, %v after %d token requests; want the other holder's token after 1", tok, err, requests.Load())
+	}
+	if g, _ := store.Load(t.Context(), k); g.Token == nil || g.Token.AccessToken != "theirs" {
+		t.Errorf("stored %+v; want the other holder's grant, not cleared", g.Token)
+	}
+	// Without the read, only the compare-and-swap would stop the clearing,
+	// and the caller would wait out a backoff for a renewal counted failed.
+	if _, failed, _ := o.Counts(); failed != 0 {
+		t.Errorf("%d failed refreshes; want the other holder's token taken at once", failed)
 	}
 }

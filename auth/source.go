@@ -3,7 +3,10 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // FetchFunc returns a token. rejected is "" for the first token, else the
@@ -19,15 +22,11 @@ type FetchFunc func(ctx context.Context, rejected string) (string, error)
 type Source struct {
 	fetch FetchFunc
 
-	mu     sync.Mutex
-	token  string
-	flight *flight // the fetch under way, if any
-}
-
-type flight struct {
-	done  chan struct{}
-	token string
-	err   error
+	// Lock order: mu is never held while fetching or waiting; fetches
+	// are grouped in flights by the token they replace.
+	mu      sync.Mutex
+	token   string // guarded by mu
+	flights singleflight.Group
 }
 
 // NewSource returns a Source that fetches with fetch.
@@ -49,59 +48,71 @@ func (s *Source) InsufficientScope(context.Context, string, Challenge) (string, 
 	return "", nil
 }
 
+// maxFetches bounds how often one caller starts or joins a fetch: a fetch
+// ended by its starter's context is tried again by the others.
+const maxFetches = 8
+
 func (s *Source) get(ctx context.Context, rejected string) (string, error) {
-	for {
-		s.mu.Lock()
-		if s.token != "" && s.token != rejected {
-			t := s.token
-			s.mu.Unlock()
+	for range maxFetches {
+		if t := s.current(rejected); t != "" {
 			return t, nil
 		}
-		f, lead := s.flight, false
-		if f == nil {
-			f, lead = &flight{done: make(chan struct{})}, true
-			s.flight = f
+		// The first caller's fetch runs under its context; the others
+		// wait within theirs, and try again if it was only the first
+		// caller's context that ended.
+		c := s.flights.DoChan(rejected, func() (any, error) { return s.fetchFor(ctx, rejected) })
+		var res singleflight.Result
+		select {
+		case res = <-c:
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
-		s.mu.Unlock()
-		if lead {
-			// The first caller fetches, under its own context; the others
-			// wait within theirs, and try again themselves if it was only
-			// the leader's context that ended.
-			f.token, f.err = s.fetch(ctx, rejected)
-			if f.err == nil && (f.token == "" || f.token == rejected) {
-				f.err = &Error{Reason: ReasonTokenRejected}
-				if f.token == "" {
-					f.err = &Error{Reason: ReasonNoToken}
-				}
-			}
-			s.mu.Lock()
-			if f.err == nil {
-				s.token = f.token
-			}
-			s.flight = nil
-			s.mu.Unlock()
-			close(f.done)
-		} else {
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
+		if res.Err == nil {
+			return res.Val.(string), nil
 		}
-		switch {
-		case f.err == nil:
-			return f.token, nil
-		case !lead && ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)):
-			continue // the leader gave up, not the source
+		if ctx.Err() == nil && (errors.Is(res.Err, context.Canceled) || errors.Is(res.Err, context.DeadlineExceeded)) {
+			continue // the first caller gave up, not the source
 		}
 		var ae *Error
-		if errors.As(f.err, &ae) {
-			return "", f.err
+		if errors.As(res.Err, &ae) {
+			return "", res.Err
 		}
 		reason := ReasonNoToken
 		if rejected != "" {
 			reason = ReasonTokenRejected
 		}
-		return "", &Error{Reason: reason, Err: f.err}
+		return "", &Error{Reason: reason, Err: res.Err}
 	}
+	return "", fmt.Errorf("%w: every fetch ended with its caller's context", ErrUnavailable)
+}
+
+// current is the token to use instead of rejected, "" if none yet.
+func (s *Source) current(rejected string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.token != rejected {
+		return s.token
+	}
+	return ""
+}
+
+// fetchFor is one flight: a fetch, unless the flight before it (for the
+// same rejected token) replaced it already.
+func (s *Source) fetchFor(ctx context.Context, rejected string) (any, error) {
+	if t := s.current(rejected); t != "" {
+		return t, nil
+	}
+	t, err := s.fetch(ctx, rejected)
+	switch {
+	case err != nil:
+		return nil, err
+	case t == "":
+		return nil, &Error{Reason: ReasonNoToken}
+	case t == rejected:
+		return nil, &Error{Reason: ReasonTokenRejected}
+	}
+	s.mu.Lock()
+	s.token = t
+	s.mu.Unlock()
+	return t, nil
 }

@@ -128,6 +128,11 @@ func classify(err error, s *session, ex *exchange, ctxDone bool) verdict {
 	sent := streamed || rec.started && (rec.gotConn || !rec.traced) && !writeFailed
 	v := func(c class) verdict { return verdict{class: c, sent: sent} }
 	switch {
+	case ctxDone && errors.Is(err, auth.ErrUnavailable):
+		// The deadline passed while the token layer waited for a token
+		// (the authorization server, or the grant store's lock): the
+		// request never left.
+		return verdict{class: classCaller}
 	case ctxDone:
 		return v(classCaller)
 

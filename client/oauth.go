@@ -55,6 +55,9 @@ func WithOAuth(cfg OAuthConfig) Option {
 		case cfg.GrantType != "" && cfg.GrantType != GrantAuthorizationCode && cfg.GrantType != GrantClientCredentials:
 			o.invalidf("WithOAuth: unknown GrantType %q", cfg.GrantType)
 		}
+		if err := cfg.Validate(); err != nil {
+			o.invalidf("WithOAuth: %w", err)
+		}
 		if cfg.RedirectURI != "" {
 			if u, err := url.Parse(cfg.RedirectURI); err != nil || u.Scheme == "" {
 				o.invalidf("WithOAuth: RedirectURI %q is not an absolute URL", cfg.RedirectURI)

@@ -7,12 +7,20 @@
 //
 //	go run ./examples/oauth
 //
+// With -shared, it shows two agent processes (this program, run again)
+// sharing one grant through an auth.FileStore: the user is asked once,
+// the client registers once, and each token expiry is refreshed once
+// between them, a rotating refresh token never spent twice:
+//
+//	go run ./examples/oauth -shared
+//
 // It exits 0 when every step behaved as expected and 1 otherwise.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,6 +36,21 @@ import (
 )
 
 func main() {
+	shared := flag.Bool("shared", false, "two processes share one grant through a FileStore")
+	agent := flag.String("agent", "", "(internal) run as one of the -shared agents against this MCP URL")
+	dir := flag.String("store", "", "(internal) the -shared agents' FileStore directory")
+	flag.Parse()
+	if *agent != "" {
+		if err := runAgent(*agent, *dir); err != nil {
+			fmt.Println("agent FAILED:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	run := run
+	if *shared {
+		run = runShared
+	}
 	if err := run(); err != nil {
 		fmt.Println("FAILED:", err)
 		os.Exit(1)
