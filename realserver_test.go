@@ -48,7 +48,7 @@ func TestRealServerRestartIdle(t *testing.T) {
 					}
 					mustCall(t, c, srv, fmt.Sprint("after ", i), &ty)
 				}
-				t.Logf("before: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
+				t.Logf("counts: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
 			})
 		}
 	}
@@ -143,7 +143,7 @@ func TestRealServerRestartUnderLoad(t *testing.T) {
 					t.Errorf("unsafe call %s ended ErrUnavailable but ran", u.marker)
 				}
 			}
-			t.Logf("before: protocol %s; %d calls (%d unsafe): %s; unsafe calls that ran twice: %d, that ran though unavailable: %d, that ran of those with outcome unknown: %d; stats %+v",
+			t.Logf("counts: protocol %s; %d calls (%d unsafe): %s; unsafe calls that ran twice: %d, that ran though unavailable: %d, that ran of those with outcome unknown: %d; stats %+v",
 				c.ProtocolVersion(), ty.total(), len(unsafes), &ty, twice, unavailRan, unknownRan, c.Stats())
 			if ty.untyped > 0 {
 				t.Errorf("%d calls failed with an error that is neither ErrOutcomeUnknown nor ErrUnavailable", ty.untyped)
@@ -215,7 +215,7 @@ func TestRealServerFrozen(t *testing.T) {
 					t.Errorf("unsafe call %d ran %d times, want 1", i, n)
 				}
 			}
-			t.Logf("before: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
+			t.Logf("counts: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
 		})
 	}
 }
@@ -250,7 +250,7 @@ func TestRealServerRestartDuringLongCall(t *testing.T) {
 				if err != nil {
 					t.Errorf("long call across a %s restart: %v", how, err)
 				}
-				t.Logf("before: long call %s; progress notifications %d before the restart, %d in all; server ran long %d times; stats %+v",
+				t.Logf("counts: long call %s; progress notifications %d before the restart, %d in all; server ran long %d times; stats %+v",
 					&ty, before, progress.Load(), srv.longRuns(), c.Stats())
 			})
 		}
@@ -319,7 +319,7 @@ func TestRealServerSubscriptionAcrossRestarts(t *testing.T) {
 					t.Errorf("after %s: calls were made", how)
 				}
 			}
-			t.Logf("before: protocol %s; %d updates received; %s; stats %+v", c.ProtocolVersion(), updates.Load(), strings.Join(report, "; "), c.Stats())
+			t.Logf("counts: protocol %s; %d updates received; %s; stats %+v", c.ProtocolVersion(), updates.Load(), strings.Join(report, "; "), c.Stats())
 		})
 	}
 }
@@ -406,7 +406,7 @@ func TestRealServerForgetsSession(t *testing.T) {
 			if now := c.GetSessionId(); now == old {
 				t.Errorf("the client still uses the forgotten session %s", old)
 			}
-			t.Logf("before: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
+			t.Logf("counts: protocol %s; calls %s; stats %+v", c.ProtocolVersion(), &ty, c.Stats())
 		})
 	}
 }
