@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 
@@ -170,12 +171,15 @@ func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []
 // its session id, protocol version and the caller's headers, through the
 // client's HTTP client (its token, its guard).
 func (c *ResilientClient) sessionRequest(ctx context.Context, s *session, method string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.endpoint, bytes.NewReader(body))
+	var content io.Reader // none for a GET: net/http sends no body then
+	if body != nil {
+		content = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.endpoint, content)
 	if err != nil {
 		return nil, err
 	}
 	if method == http.MethodGet {
-		req.Body, req.GetBody, req.ContentLength = nil, nil, 0
 		req.Header.Set("Accept", "text/event-stream")
 	} else {
 		req.Header.Set("Content-Type", "application/json")
