@@ -141,6 +141,8 @@ func TestSameOrigin(t *testing.T) {
 		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8081/mcp", false},
 		{"http://example.com/mcp", "https://example.com/mcp", false},
 		{"http://a.example.com/", "http://b.example.com/", false},
+		{"http://[::1]:80/mcp", "http://[::1]/mcp", true},
+		{"http://example.com/mcp", "http://sub.example.com/mcp", false},
 	} {
 		a, _ := url.Parse(tc.a)
 		b, _ := url.Parse(tc.b)

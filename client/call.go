@@ -3,12 +3,12 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/resilientmcp/resilientmcp/health"
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
@@ -40,9 +40,9 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	ex := newExchange()
-	ctx = ex.context(ctx)
-	r := retries{method: method, tool: tool, max: c.opts.maxAttempts, poolSize: c.opts.poolSize, newBackOff: c.opts.newBackOff}
+	ex := wire.NewExchange()
+	ctx = ex.Bind(ctx)
+	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff}}
 	safe := func() bool { return tool == "" || c.toolSafe(ctx, tool) }
 	for {
 		lease, err := c.pool.Acquire(ctx)
@@ -50,15 +50,15 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			return c.acquireFailed(&r, err)
 		}
 		s := lease.Value()
-		if err := c.validate(ctx, s, r.revalidate); err != nil {
+		if err := c.validate(ctx, s, r.Revalidate); err != nil {
 			lease.Release()
 			if err := c.probeFailed(ctx, &r, s, err, deadline); err != nil {
 				return err
 			}
 			continue
 		}
-		r.revalidate = false
-		ex.reset()
+		r.Revalidate = false
+		ex.Reset()
 		err = send(ctx, s)
 		lease.Release()
 		if err == nil {
@@ -66,51 +66,51 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			s.markServed()
 			return nil
 		}
-		if ex.sessionAccepted() {
+		if ex.SessionAccepted() {
 			// The server took the session's id before the failure: a 400
 			// to it from now on means the server lost it.
 			s.markServed()
 		}
-		r.ctxErr = ctx.Err()
-		v := classify(err, s, ex, r.ctxErr != nil)
-		if v.cause != nil {
-			err = v.cause
+		r.CtxErr = ctx.Err()
+		v := policy.Classify(err, s.policy(), ex, r.CtxErr != nil)
+		if v.Cause != nil {
+			err = v.Cause
 		}
 		if c.closed.Load() {
 			// Close closed the session under the call.
-			r.mayHaveRun = r.mayHaveRun || v.sent || v.mayHaveRun()
+			r.MayHaveRun = r.MayHaveRun || v.Sent || v.MayHaveRun()
 			return r.closed(err)
 		}
-		a := r.after(v, err, safe, deadline)
-		if a.discard != nil {
-			lease.Discard(a.discard)
+		a := r.After(v, safe, deadline)
+		if a.Discard != policy.NoLoss {
+			lease.Discard(&lostError{kind: a.Discard, err: err})
 		}
-		if a.closeIdle {
+		if a.CloseIdle {
 			// A connection that died under a request usually died with its
 			// siblings (a server restart, a middlebox forgetting flows):
 			// drop the idle ones rather than meet them one failure at a time.
 			c.httpClient.CloseIdleConnections()
 		}
-		if a.refused {
+		if a.Refused {
 			c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
 		}
-		if a.err != nil {
-			return a.err
+		if a.End != policy.Continue {
+			return r.end(a, err)
 		}
-		if a.reconnect {
+		if a.Reconnect {
 			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
 			continue
 		}
-		if a.budget && !c.budget.TryWithdraw() {
+		if a.Budget && !c.budget.TryWithdraw() {
 			return r.fail("retry budget exhausted", err)
 		}
-		if a.replay {
+		if a.Replay {
 			c.stats.replays.Add(1)
 		}
 		c.stats.retries.Add(1)
-		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.sends+1, "class", v.class, "err", describe(err), "pause", a.pause)
-		if a.pause > 0 && a.pause != backoff.Stop {
-			switch wait.Sleep(ctx, a.pause, c.lifetime.Done()) {
+		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
+		if a.Pause > 0 && a.Pause != backoff.Stop {
+			switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
 			case wait.Stopped:
 				return r.closed(err)
 			case wait.Cancelled:
@@ -120,39 +120,39 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	}
 }
 
-// probeFailed decides what a failed probe of the session a call was about
-// to be sent on means for the call: the call was not sent, so the probe's
-// failure is the session's, never the call's outcome (F29). The session is
-// replaced and the call waits for another, within its deadline; a server
-// that answered "busy" keeps its session and the call waits as asked (F30);
-// only a refusal for want of authorization ends the call, which did not
-// run. nil: try again.
+// probeFailed carries out what a failed probe of the session a call was
+// about to be sent on means for the call (policy.AfterProbe: never the
+// call's outcome, F29). nil: try again.
 func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *session, err error, deadline time.Time) error {
-	// A new session has just proved the server answers: it is not probed
-	// again for the same doubt.
-	r.revalidate = false
-	var busy *health.BusyError
-	var pe *probeError
 	switch {
 	case ctx.Err() != nil:
+		r.Revalidate = false
 		return r.fail("no session answered before the deadline", err, ctx.Err())
 	case c.closed.Load():
 		return r.closed(nil)
-	case errors.As(err, &busy):
-		pause := max(busy.After, r.nextPause())
-		if !deadline.IsZero() && time.Until(deadline) < pause {
-			return r.fail(fmt.Sprintf("the server is busy and the deadline leaves no time for the %v pause", pause.Round(time.Millisecond)), err, context.DeadlineExceeded)
-		}
-		c.log.Info("server busy; waiting before sending", "method", r.method, "pause", pause)
-		switch wait.Sleep(ctx, pause, c.lifetime.Done()) {
+	}
+	// A probe that did not fail with a verdict (it timed out in the
+	// monitor) failed as a session does.
+	var v policy.Verdict
+	pe := new(probeError)
+	if errors.As(err, &pe) {
+		v = pe.verdict
+	}
+	a := r.AfterProbe(v, deadline)
+	switch {
+	case a.End == policy.Unauthorized:
+		return r.end(a, pe.err)
+	case a.End != policy.Continue:
+		return r.end(a, err, context.DeadlineExceeded)
+	case a.Pause > 0:
+		c.log.Info("server busy; waiting before sending", "method", r.method, "pause", a.Pause)
+		switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
 		case wait.Stopped:
 			return r.closed(nil)
 		case wait.Cancelled:
 			return r.fail("the deadline passed while the server was busy", err, ctx.Err())
 		}
 		return nil
-	case errors.As(err, &pe) && pe.verdict.class == classAuth:
-		return authFailure(pe.err)
 	}
 	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", describe(err))
 	c.replace(s, err)
@@ -172,21 +172,48 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	// Opening a session failed with an error no retry can fix: the
 	// server's own answer to the handshake.
 	switch {
-	case classify(err, nil, nil, false).class == classAuth:
+	case policy.Classify(err, policy.Session{}, nil, false).Class == policy.AuthRequired:
 		return authFailure(err)
-	case r.mayHaveRun:
+	case r.MayHaveRun:
 		return r.fail("reconnecting failed", err)
 	}
 	return err
 }
 
+// retries is a call's policy.Retries, with what its errors name.
+type retries struct {
+	policy.Retries
+	method string
+}
+
+// end is the error of a call the policy ended with a.
+func (r *retries) end(a policy.Action, err error, also ...error) error {
+	switch a.End {
+	case policy.AsIs:
+		return err
+	case policy.Unauthorized:
+		return authFailure(err)
+	}
+	return r.fail(a.Why, err, append(a.Also, also...)...)
+}
+
+// fail is the call's error: ErrOutcomeUnknown if some attempt may have run,
+// else ErrUnavailable.
+func (r *retries) fail(why string, cause error, also ...error) error {
+	kind := ErrUnavailable
+	if r.MayHaveRun {
+		kind = ErrOutcomeUnknown
+	}
+	return &callError{kind: kind, method: r.method, why: why, sends: r.Sends, also: also, cause: cause}
+}
+
 // closed is the error of a call Close interrupted.
 func (r *retries) closed(cause error) error {
-	if !r.mayHaveRun && cause == nil {
+	if !r.MayHaveRun && cause == nil {
 		return ErrClosed
 	}
-	e := &callError{closed: true, method: r.method, sends: r.sends, cause: cause}
-	if r.mayHaveRun {
+	e := &callError{closed: true, method: r.method, sends: r.Sends, cause: cause}
+	if r.MayHaveRun {
 		e.kind = ErrOutcomeUnknown
 	}
 	return e

@@ -29,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
 	"github.com/resilientmcp/resilientmcp/reconnect"
@@ -70,10 +71,21 @@ type ResilientClient struct {
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
-	// Lock order, outermost first: the pool's lock (pool.Pool.mu, held
-	// when it calls onMemberState), stateMu, notifier.mu. No user code
-	// (the state handler, the logger's handler) runs under any of them:
-	// the notifier calls both from its own goroutine.
+	// Lock order of the whole client, outermost first. Two chains:
+	//
+	//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
+	//     notifier.mu;
+	//   - session.listenMu → memory.mu, then listens.mu (taken one after
+	//     the other, never together).
+	//
+	// Every other lock is a leaf, taken with nothing else locked under it:
+	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
+	// wire.Exchange.mu, and the health monitor's, the retry budget's and
+	// the token layer's own (auth documents its order). No request is
+	// sent, and no user code runs (the state and notification handlers,
+	// the logger's handler, the grant store), under any lock of the
+	// client: the notifier and the dispatcher call handlers from their own
+	// goroutines.
 	stateMu  sync.Mutex    // orders state computations and their notifications
 	members  []memberState // by pool member
 	state    atomic.Int32  // State, as last computed
@@ -118,11 +130,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		next = http.DefaultTransport
 	}
 	hc := *base
-	tr := newTracker(next) // traced or not by what is beneath the token's layer
+	tr := wire.NewTracker(next) // traced or not by what is beneath the token's layer
 	if layer := c.authLayer(next, u); layer != nil {
-		tr.next = layer
+		tr.SendThrough(layer)
 	}
-	tr.limit, tr.log, tr.wrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
+	tr.Limit, tr.Log, tr.WrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
 	hc.Transport = tr
 	c.httpClient = &hc
 	c.transportOptions = []transport.StreamableHTTPCOption{
@@ -149,7 +161,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		// (F5, F18) so that safe calls are sent again.
 		Drain: func(cause error) bool {
 			var lost *lostError
-			return errors.As(cause, &lost) && (lost.kind == lossExpired || lost.kind == lossRequested)
+			return errors.As(cause, &lost) && lost.kind.Drains()
 		},
 		RetryAfter: func(err error) time.Duration {
 			var busy *health.BusyError

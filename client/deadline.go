@@ -28,7 +28,7 @@ type sharedDeadlines struct {
 	slack   time.Duration
 
 	current atomic.Pointer[deadlineCtx]
-	mu      sync.Mutex // serializes making a new current
+	mu      sync.Mutex // serializes making a new current; a leaf
 }
 
 type deadlineCtx struct {

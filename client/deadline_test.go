@@ -6,6 +6,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 func TestSharedDeadlines(t *testing.T) {
@@ -45,4 +48,16 @@ func TestSharedDeadlines(t *testing.T) {
 			t.Fatalf("after the parent ended the shared context says %v", b.Err())
 		}
 	})
+}
+
+// F25 when mcp-go's error is not built on the context's (a stream cut at
+// the deadline reads as "unexpected nil response"): the caller still gets
+// context.DeadlineExceeded, with ErrOutcomeUnknown since it was sent.
+func TestDeadlineIsInTheChainWhateverMCPGoSays(t *testing.T) {
+	r := retries{method: "tools/call", Retries: policy.Retries{Max: 3, CtxErr: context.DeadlineExceeded}}
+	v := policy.Verdict{Class: policy.Caller, Sent: true}
+	err := r.end(r.After(v, func() bool { return false }, time.Time{}), transport.NewError(errors.New("unexpected nil response")))
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrUnavailable) {
+		t.Errorf("err = %v; want ErrOutcomeUnknown and context.DeadlineExceeded", err)
+	}
 }

@@ -3,14 +3,11 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // discoverRecorder is a session's transport. While the session is opened,
@@ -49,7 +46,7 @@ func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRP
 	case !discover:
 	case err == nil && resp != nil && resp.Error == nil:
 		t.result.Store(&resp.Result)
-	case err != nil && connectionBroke(err):
+	case err != nil && wire.ConnectionBroke(err):
 		t.broken.Store(&err)
 	}
 	return resp, err
@@ -68,14 +65,4 @@ func (t *discoverRecorder) take() *mcp.DiscoverResult {
 		return nil
 	}
 	return &res
-}
-
-// connectionBroke reports whether err is the connection failing under the
-// request: not an answer, and not a timeout, which mcp-go's own discover
-// deadline may cause for an older server that never answers unknown
-// methods.
-func connectionBroke(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }

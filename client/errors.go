@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // Every error a call returns answers one question: may the request have run
@@ -49,7 +52,7 @@ var (
 	// ran, or may have, and its answer was refused at the limit, unread
 	// beyond it. It is never sent again, since the same answer would come
 	// back. The connection it came on is dropped; the session is kept.
-	ErrResponseTooLarge = errors.New("resilientmcp: response too large")
+	ErrResponseTooLarge = wire.ErrResponseTooLarge
 )
 
 // AuthorizationRequiredError is the error of a call the server refused for
@@ -162,4 +165,23 @@ func describe(err error) string {
 		msg = strings.ReplaceAll(msg, dup+dup, dup)
 	}
 	return msg
+}
+
+// authFailure is the caller's error for a request refused for want of
+// authorization: *InsufficientScopeError as is, else ErrAuthorizationRequired.
+func authFailure(err error) error {
+	if ise := new(InsufficientScopeError); errors.As(err, &ise) {
+		return ise
+	}
+	return authorizationRequired(authReason(err), err)
+}
+
+// authReason is the Reason of an authorization failure: the token layer's,
+// or no_token for a server that wants authorization the client cannot give.
+func authReason(err error) string {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return ae.Reason
+	}
+	return auth.ReasonNoToken
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -23,10 +25,6 @@ import (
 // means the server forgot the session, and nothing else would notice until
 // a call or a probe (F27); a stream wanted only after the session opened is
 // opened then (F32).
-
-// streamKey is the context key under which a session's event stream
-// requests carry its streamWatch.
-type streamKey struct{}
 
 // streamWatch follows one session's event stream from the tracker: mcp-go's
 // listener, or the client's own (listenLate), sends its GETs under a context
@@ -42,24 +40,22 @@ type streamWatch struct {
 // server stopped knowing.
 var errEventStreamGone = errors.New("the server no longer knows the session: its event stream was refused")
 
-// answered is told of each answer to the stream's GET. A 404 or a 400 to a
-// stream the server accepted before on this session means the server lost
-// the session (a restart, an expiry): the session is taken out of service
-// and a new one opened in the background, which restores the
-// subscriptions and opens its own stream, with no call made. A stream
-// refused from the start is a server that does not offer it (it should say
-// 405), and is left alone, so that no loop of new sessions follows.
-func (w *streamWatch) answered(status int) {
-	switch status {
-	case http.StatusOK:
+// Answered is told by the tracker of each answer to the stream's GET. When
+// the policy says the server lost the session (policy.StreamLost), the
+// session is taken out of service and a new one opened in the background,
+// which restores the subscriptions and opens its own stream, with no call
+// made.
+func (w *streamWatch) Answered(status int) {
+	switch {
+	case policy.StreamOpened(status):
 		w.opened.Store(true)
-	case http.StatusNotFound, http.StatusBadRequest:
+	case policy.StreamLost(status, w.opened.Load()):
 		s := w.session.Load()
-		if s == nil || !w.opened.Load() || !w.fired.CompareAndSwap(false, true) {
+		if s == nil || !w.fired.CompareAndSwap(false, true) {
 			return
 		}
 		err := fmt.Errorf("%w (%d)", errEventStreamGone, status)
-		if w.c.pool.DiscardValue(s, &lostError{kind: lossExpired, err: err}) {
+		if w.c.pool.DiscardValue(s, &lostError{kind: policy.LossExpired, err: err}) {
 			w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "status", status)
 		}
 	}
@@ -69,7 +65,7 @@ func (w *streamWatch) answered(status int) {
 // under, and its watch.
 func (c *ResilientClient) watchStream(ctx context.Context) (context.Context, *streamWatch) {
 	w := &streamWatch{c: c}
-	return context.WithValue(ctx, streamKey{}, w), w
+	return wire.WatchStream(ctx, w), w
 }
 
 // listenLate opens the event stream of a session-era session that was
@@ -84,7 +80,7 @@ func (c *ResilientClient) listenLate(s *session) {
 	s.listeners.Add(1)
 	go func() {
 		defer s.listeners.Done()
-		ctx := context.WithValue(s.ctx, streamKey{}, s.stream)
+		ctx := wire.WatchStream(s.ctx, s.stream)
 		pauses := c.opts.newBackOff()
 		for {
 			err := c.readEventStream(ctx, s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/health"
 )
 
@@ -21,43 +22,31 @@ func (o *options) validateAfter() time.Duration {
 
 // probeError carries a failed probe's classification to whoever acts on it.
 type probeError struct {
-	verdict verdict
+	verdict policy.Verdict
 	err     error
 }
 
 func (e *probeError) Error() string { return "probe: " + describe(e.err) }
 func (e *probeError) Unwrap() error { return e.err }
 
-// loss is why a session that failed a probe must go.
-func (e *probeError) loss() *lostError {
-	switch {
-	case e.verdict.class == classExpired:
-		return &lostError{kind: lossExpired, err: e}
-	case e.verdict.unreachable:
-		return &lostError{kind: lossUnreachable, err: e}
-	}
-	return &lostError{kind: lossUnhealthy, err: e}
-}
-
-// checkSession probes s. A first failure that may be only a pooled
-// connection the far side dropped while idle (F3, F4) is tried once more on a
-// fresh connection: that is exactly what probing after idle is for.
+// checkSession probes s, once more on a fresh connection when the policy
+// says the failure may be only the pooled connection's (policy.RetryProbe).
 func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 	v, err := c.probe(ctx, s)
-	if err != nil && v.class == classUnknown && ctx.Err() == nil {
+	if err != nil && policy.RetryProbe(v) && ctx.Err() == nil {
 		c.httpClient.CloseIdleConnections()
 		v, err = c.probe(ctx, s)
 	}
-	switch {
-	case err == nil, v.rpcAnswer:
-		// A JSON-RPC error is an answer too: the server is there and
-		// knows the session (one without ping, say).
+	if err == nil {
 		s.markServed()
 		return nil
-	case v.busy:
-		// Declined unread: the server is there and asks for a pause. The
-		// session is kept (F30).
-		return &health.BusyError{After: v.retryAfter, Err: &probeError{verdict: v, err: err}}
+	}
+	switch policy.Probe(v) {
+	case policy.Alive:
+		s.markServed()
+		return nil
+	case policy.Busy:
+		return &health.BusyError{After: v.RetryAfter, Err: &probeError{verdict: v, err: err}}
 	}
 	return &probeError{verdict: v, err: err}
 }
@@ -97,10 +86,9 @@ func (c *ResilientClient) watch(s *session) {
 
 // replace takes s out of service, if it still is, because of a failed probe.
 func (c *ResilientClient) replace(s *session, err error) {
-	lost := &lostError{kind: lossUnhealthy, err: err}
-	var pe *probeError
-	if errors.As(err, &pe) {
-		lost = pe.loss()
+	lost := &lostError{kind: policy.LossUnhealthy, err: err}
+	if pe := new(probeError); errors.As(err, &pe) {
+		lost.kind = policy.ProbeLoss(pe.verdict)
 	}
 	if c.pool.DiscardValue(s, lost) {
 		c.log.Info("replacing session", "member", s.member, "cause", err)

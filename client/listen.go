@@ -21,7 +21,7 @@ var errListenSessionEra = fmt.Errorf(
 // mcp-go keeps one subscriptions/listen stream per session, and a second
 // Listen on it would end the first.
 type listenSet struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // inside session.listenMu; nothing is locked under it
 	next    int
 	filters map[int]mcp.SubscriptionFilter
 }

@@ -5,6 +5,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // call runs an mcp-go method through the one call path.
@@ -33,7 +34,7 @@ func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequ
 	c.initReq.Store(r)
 	for _, s := range c.pool.Values() {
 		if s.request != r {
-			c.pool.DiscardValue(s, &lostError{kind: lossRequested, err: errReinitializeRequested})
+			c.pool.DiscardValue(s, &lostError{kind: policy.LossRequested, err: errReinitializeRequested})
 		}
 	}
 	var res *mcp.InitializeResult

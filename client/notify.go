@@ -29,7 +29,7 @@ const (
 // notificationQueue and is let go once drained, and the goroutine runs only
 // while there is something to deliver.
 type dispatcher struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // a leaf: handlers run on the delivering goroutine, never under it
 	handlers []func(mcp.JSONRPCNotification)
 	ring     []mcp.JSONRPCNotification // queued: ring[head], ring[head+1], … (mod len), n of them
 	head, n  int

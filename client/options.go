@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/reconnect"
 )
@@ -70,7 +71,7 @@ func defaultOptions() options {
 		clientInfo:       mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()},
 		retryToolCall:    DefaultRetryToolCall,
 		logger:           slog.New(slog.DiscardHandler),
-		maxResponseBytes: defaultMaxResponseBytes,
+		maxResponseBytes: wire.DefaultMaxResponseBytes,
 	}
 }
 
@@ -378,7 +379,7 @@ func tunedHTTPClient(endpoint *url.URL) *http.Client {
 	t.IdleConnTimeout = 50 * time.Second
 	t.MaxIdleConnsPerHost = 64
 	t.MaxIdleConns = 256
-	t.DialContext = checkedDial(t.DialContext)
+	t.DialContext = wire.CheckedDial(t.DialContext)
 	if endpoint.Scheme == "https" {
 		t.TLSClientConfig = &tls.Config{ClientSessionCache: sessionTickets}
 	} else {

@@ -7,6 +7,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // The methods in this file, iter.go, tasks.go and listen.go mirror those of
@@ -61,7 +62,7 @@ func (c *ResilientClient) redial(ctx context.Context, member int, prev *session,
 func (c *ResilientClient) connectionLost(cause error) {
 	var lost *lostError
 	if errors.As(cause, &lost) {
-		if lost.kind == lossRequested {
+		if lost.kind == policy.LossRequested {
 			return
 		}
 		cause = lost // its message says what mcp-go says twice once

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -15,8 +16,8 @@ import (
 // must have again: a transparent re-initialization is only transparent if
 // the new session is the old one in every way the caller can see.
 type memory struct {
-	mu    sync.Mutex
-	subs  []string // resource URIs subscribed to, in order
+	mu    sync.Mutex // inside session.listenMu; nothing is locked under it
+	subs  []string   // resource URIs subscribed to, in order
 	level mcp.LoggingLevel
 }
 
@@ -73,7 +74,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 		err := s.mc.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}})
 		switch {
 		case err == nil:
-		case !answeredByServer(err, s):
+		case !policy.AnsweredByServer(err, s.policy()):
 			return fmt.Errorf("restoring subscription to %s: %w", uri, err)
 		default:
 			// The new server refuses it (the resource is gone, say):

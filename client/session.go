@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
 
@@ -44,7 +46,7 @@ type session struct {
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
 	listenGen  atomic.Uint64      // which relisten owns the stream
-	listenMu   sync.Mutex         // orders relistens
+	listenMu   sync.Mutex         // orders relistens; outside memory.mu and listens.mu (see ResilientClient)
 	listenStop context.CancelFunc // ends the stream of the last relisten
 	listeners  sync.WaitGroup     // listen loops
 }
@@ -63,6 +65,11 @@ func (s *session) markServed() {
 	}
 }
 
+// policy is what the policy needs to know of s.
+func (s *session) policy() policy.Session {
+	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load()}
+}
+
 func (s *session) close() {
 	s.cancel()
 	s.listeners.Wait()
@@ -72,21 +79,10 @@ func (s *session) close() {
 	_ = s.mc.Close()
 }
 
-// lossKind is why a session was taken out of service.
-type lossKind int
-
-const (
-	lossExpired     lossKind = iota // the server forgot it or changed protocol version: open a new one
-	lossUnreachable                 // no connection could be made: the session may be fine, ask it once the server answers
-	lossRequested                   // the caller initialized again with another request
-	lossUnhealthy                   // failed its probes: the connection is dead or hung
-	lossCorrupt                     // answered another request: nothing it says can be trusted
-)
-
 // lostError is the cause a session was taken out of service with; the dial
 // that replaces it reads the kind.
 type lostError struct {
-	kind lossKind
+	kind policy.Loss
 	err  error
 }
 
@@ -109,26 +105,28 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	errors.As(cause, &lost)
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
-	if prev != nil && lost != nil && lost.kind == lossUnreachable {
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable {
 		err := c.checkSession(ctx, prev)
-		var pe *probeError
-		switch {
-		case err == nil:
+		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
 			c.refreshTools(ctx, prev)
 			if prev.health().Unhealthy() {
 				c.watch(prev) // its prober gave up while the server was away
 			}
 			return prev, nil
-		case !errors.As(err, &pe), pe.verdict.busy, pe.verdict.class == classNotSent, pe.verdict.class == classCaller:
-			// Still away, or busy: ask again on the backoff schedule
-			// (Retry-After included, by the pool).
+		}
+		pe := new(probeError)
+		if !errors.As(err, &pe) {
 			return nil, err
-		case pe.verdict.class == classAuth:
+		}
+		switch policy.AfterRecheck(pe.verdict) {
+		case policy.StillAway:
+			return nil, err
+		case policy.StopDialing:
 			return nil, backoff.Permanent(err)
 		}
 		// It answers, and not as a live session would: open another.
-		lost = &lostError{kind: lossExpired, err: err}
+		lost = &lostError{kind: policy.LossExpired, err: err}
 	}
 	s, err := c.open(ctx)
 	if err != nil {
@@ -140,8 +138,8 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		return nil, err
 	}
 	switch {
-	case prev == nil || lost == nil || lost.kind == lossRequested:
-	case lost.kind == lossExpired:
+	case prev == nil || lost == nil || lost.kind == policy.LossRequested:
+	case lost.kind == policy.LossExpired:
 		c.stats.reinitializations.Add(1)
 		c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
 	default:
@@ -157,9 +155,9 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 // probe asks the server whether the session is alive: ping in the session
 // era; server/discover in the stateless one, where ping no longer exists (and
 // mcp-go's Ping sends nothing).
-func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error) {
-	ex := newExchange()
-	pctx := ex.context(ctx)
+func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict, error) {
+	ex := wire.NewExchange()
+	pctx := ex.Bind(ctx)
 	var err error
 	if s.sessionEra {
 		//lint:ignore SA1019 ping is the session era's probe; the stateless era is probed with server/discover instead
@@ -168,9 +166,9 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (verdict, error
 		_, err = s.mc.Discover(pctx, mcp.DiscoverRequest{})
 	}
 	if err == nil {
-		return verdict{}, nil
+		return policy.Verdict{}, nil
 	}
-	return classify(err, s, ex, ctx.Err() != nil), err
+	return policy.Classify(err, s.policy(), ex, ctx.Err() != nil), err
 }
 
 // open opens and initializes a session.
@@ -228,13 +226,13 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 	// listed the version. The answer mcp-go had is read back from the
 	// transport; only if it could not be is the server asked again.
 	if discovered == nil {
-		discovered, err = s.mc.Discover(newExchange().context(ctx), mcp.DiscoverRequest{})
+		discovered, err = s.mc.Discover(wire.NewExchange().Bind(ctx), mcp.DiscoverRequest{})
 	}
 	if err == nil && slices.Contains(discovered.SupportedVersions, s.version) {
 		return s, nil
 	}
 	s.close()
-	if err != nil && !answeredByServer(err, nil) {
+	if err != nil && !policy.AnsweredByServer(err, policy.Session{}) {
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
 	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
@@ -252,8 +250,8 @@ func isPermanent(err error) bool {
 // is set. It returns what server/discover answered during the handshake, if
 // it was asked and its answer could be read.
 func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, *mcp.DiscoverResult, error) {
-	ex := newExchange()
-	ctx = ex.context(ctx)
+	ex := wire.NewExchange()
+	ctx = ex.Bind(ctx)
 	topts := c.transportOptions
 	if listen {
 		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
@@ -281,19 +279,18 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	discovered := tr.take()
 	if err != nil {
 		_ = mc.Close()
-		v := classify(err, nil, ex, ctx.Err() != nil)
-		if v.cause != nil {
-			err = v.cause
+		v := policy.Classify(err, policy.Session{}, ex, ctx.Err() != nil)
+		if v.Cause != nil {
+			err = v.Cause
 		}
 		err = fmt.Errorf("initialize: %w", err)
-		if v.busy {
+		if v.Busy {
 			// The pool's dial loop waits as long as the server asked (F30).
-			return nil, nil, &health.BusyError{After: v.retryAfter, Err: err}
+			return nil, nil, &health.BusyError{After: v.RetryAfter, Err: err}
 		}
 		// Initialize is safe to repeat, so only an error no retry can fix
-		// ends the loop: a 401, a non-MCP endpoint, a version we do not speak
-		// (mcp-go already negotiated, so this is the one re-negotiation).
-		if v.permanent() || v.renegotiate {
+		// ends the loop.
+		if v.Permanent() {
 			return nil, nil, backoff.Permanent(err)
 		}
 		return nil, nil, err

@@ -24,9 +24,9 @@ import (
 // A Budget is safe for concurrent use. Use NewBudget; the zero value allows
 // nothing.
 type Budget struct {
-	mu         sync.Mutex
-	deposits   float64 // from recent calls, decaying
-	reserve    float64 // refilled with time, up to maxReserve
+	mu         sync.Mutex // guards the fields below; the Budget's only lock, a leaf
+	deposits   float64    // from recent calls, decaying
+	reserve    float64    // refilled with time, up to maxReserve
 	maxReserve float64
 	window     time.Duration
 	percent    float64

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package client
+package wire
 
 // peek cannot ask the kernel here; the request is written and a closed
 // connection shows up as it does without the check.

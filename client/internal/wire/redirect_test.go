@@ -1,33 +1,11 @@
-package client
+package wire
 
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 )
-
-func TestSameOrigin(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		same bool
-	}{
-		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/other", true},
-		{"http://Example.com/mcp", "http://example.com:80/x", true},
-		{"https://example.com/mcp", "https://example.com:443/x", true},
-		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8081/mcp", false},
-		{"http://example.com/mcp", "https://example.com/mcp", false},
-		{"http://example.com/mcp", "http://sub.example.com/mcp", false},
-		{"http://[::1]:80/mcp", "http://[::1]/mcp", true},
-	} {
-		a, _ := url.Parse(tc.a)
-		b, _ := url.Parse(tc.b)
-		if got := sameOrigin(a, b); got != tc.same {
-			t.Errorf("sameOrigin(%s, %s) = %v", tc.a, tc.b, got)
-		}
-	}
-}
 
 // A redirect to another port of the same host keeps what describes the
 // request and drops everything else; Go's own policy would keep it all.
@@ -42,7 +20,7 @@ func TestRedirectToAnotherOriginDropsCredentials(t *testing.T) {
 
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: &tracker{next: tr}}
+	hc := &http.Client{Transport: &Tracker{next: tr}}
 	req, _ := http.NewRequest(http.MethodPost, origin.URL+"/mcp", strings.NewReader(`{}`))
 	for k, v := range map[string]string{
 		"Authorization": "Bearer secret", "X-Api-Key": "secret", "Cookie": "a=secret", "Mcp-Session-Id": "s",

@@ -1,9 +1,9 @@
-package client
+package wire
 
 import (
 	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/resilientmcp/resilientmcp/auth"
 )
 
 // Nothing secret leaves the origin the client was given. http.Client copies
@@ -26,7 +26,7 @@ func withoutCredentials(req *http.Request) *http.Request {
 	for first.Response != nil && first.Response.Request != nil && first.Response.Request != first {
 		first = first.Response.Request
 	}
-	if sameOrigin(first.URL, req.URL) {
+	if auth.SameOrigin(first.URL, req.URL) {
 		return req
 	}
 	r := req.Clone(req.Context())
@@ -47,23 +47,4 @@ func portableHeader(k string) bool {
 		return true
 	}
 	return false
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) &&
-		strings.EqualFold(a.Hostname(), b.Hostname()) &&
-		effectivePort(a) == effectivePort(b)
-}
-
-func effectivePort(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "http":
-		return "80"
-	case "https":
-		return "443"
-	}
-	return ""
 }

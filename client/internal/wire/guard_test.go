@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"bufio"
@@ -63,7 +63,7 @@ const callBody = `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name
 func TestGuardSendsTheRequestUnchanged(t *testing.T) {
 	for _, body := range []string{"", `{}`, callBody, strings.Repeat("x", 96), strings.Repeat("y", 97), callBody + strings.Repeat(" ", 4000)} {
 		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":12,"result":{}}`)}
-		resp, err := post(t, &tracker{next: a}, context.Background(), body)
+		resp, err := post(t, &Tracker{next: a}, context.Background(), body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,11 +84,11 @@ func TestGuardReadsOtherBodiesThroughGetBody(t *testing.T) {
 	a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":13,"result":{}}`)}
 	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", io.MultiReader(strings.NewReader(callBody)))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(callBody)), nil }
-	resp, err := (&tracker{next: a}).RoundTrip(req)
+	resp, err := (&Tracker{next: a}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.ReadAll(resp.Body); !errors.As(err, new(*wrongAnswerError)) {
+	if _, err := io.ReadAll(resp.Body); !errors.As(err, new(*WrongAnswerError)) {
 		t.Errorf("another request's answer read: %v", err)
 	}
 	if string(a.sent[0]) != callBody {
@@ -113,21 +113,21 @@ func TestGuardRefusesAnotherRequestsAnswer(t *testing.T) {
 		{"sse, another's", "text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{}}\n\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := newExchange()
+			ex := NewExchange()
 			a := &answering{contentType: tc.contentType, body: []byte(tc.body), chunk: 5}
-			resp, err := post(t, &tracker{next: a, wrongAnswers: &wrong}, ex.context(context.Background()), callBody)
+			resp, err := post(t, &Tracker{next: a, WrongAnswers: &wrong}, ex.Bind(context.Background()), callBody)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			var w *wrongAnswerError
+			var w *WrongAnswerError
 			if refused := errors.As(err, &w); refused != tc.refused {
 				t.Fatalf("read %q: %v", got, err)
 			}
 			if tc.refused {
-				if !errors.Is(ex.refusal(), err) {
-					t.Errorf("the exchange recorded %v", ex.refusal())
+				if !errors.Is(ex.Refusal(), err) {
+					t.Errorf("the exchange recorded %v", ex.Refusal())
 				}
 				if bytes.HasSuffix(got, []byte("\n\n")) || bytes.HasSuffix(got, []byte("}")) {
 					t.Errorf("the end of the refused answer went through: %q", got)
@@ -144,7 +144,7 @@ func TestGuardRefusesAnotherRequestsAnswer(t *testing.T) {
 // it is read.
 func TestGuardRefusesADeclaredLengthUnread(t *testing.T) {
 	a := &answering{contentType: "application/json", body: bytes.Repeat([]byte("x"), 100), length: 100}
-	resp, err := post(t, &tracker{next: a, limit: 99}, context.Background(), callBody)
+	resp, err := post(t, &Tracker{next: a, Limit: 99}, context.Background(), callBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +180,10 @@ func TestGuardLimitsEventsNotStreams(t *testing.T) {
 // A stream resumed by GET with Last-Event-ID carries the answer to the
 // request posted before it in the attempt, and is checked against it.
 func TestGuardChecksAResumedStream(t *testing.T) {
-	ex := newExchange()
-	ctx := ex.context(context.Background())
+	ex := NewExchange()
+	ctx := ex.Bind(context.Background())
 	a := &answering{contentType: "text/event-stream", body: []byte("id: 1\nretry: 5\ndata: \n\n")}
-	tr := &tracker{next: a}
+	tr := &Tracker{next: a}
 	resp, err := post(t, tr, ctx, callBody)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestGuardChecksAResumedStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = io.ReadAll(resp.Body)
-	if !errors.As(err, new(*wrongAnswerError)) {
+	if !errors.As(err, new(*WrongAnswerError)) {
 		t.Fatalf("resumed stream with another request's answer: %v", err)
 	}
 
@@ -222,30 +222,13 @@ func TestGuardChecksOnlyRequests(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"result":{"roots":[]}}`,
 	} {
 		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":99,"result":{}}`)}
-		resp, err := post(t, &tracker{next: a}, context.Background(), body)
+		resp, err := post(t, &Tracker{next: a}, context.Background(), body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := io.ReadAll(resp.Body); err != nil {
 			t.Errorf("after %s: %v", body, err)
 		}
-	}
-}
-
-func TestWithMaxResponseBytes(t *testing.T) {
-	for _, n := range []int64{0, -1} {
-		if c, err := New("http://127.0.0.1:1/mcp", WithMaxResponseBytes(n)); err == nil {
-			c.Close()
-			t.Errorf("WithMaxResponseBytes(%d) accepted", n)
-		}
-	}
-	c, err := New("http://127.0.0.1:1/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got := c.httpClient.Transport.(*tracker).limit; got != 16<<20 {
-		t.Errorf("default limit %d, want 16 MiB", got)
 	}
 }
 
@@ -275,7 +258,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // is want ("" for none).
 func testGuard(data []byte, chunk int, sse bool, limit int64, want string) (*guard, *chunkReader) {
 	src := &chunkReader{data: data, chunk: chunk}
-	g := &guard{t: &tracker{}, limit: limit, body: io.NopCloser(src), sse: sse, length: -1}
+	g := &guard{t: &Tracker{}, limit: limit, body: io.NopCloser(src), sse: sse, length: -1}
 	if want != "" {
 		g.want.n = uint8(copy(g.want.b[:], want))
 		g.check = true

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -19,17 +18,17 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 )
 
-// exchange records what the HTTP layer saw during one attempt of a call.
+// Exchange records what the HTTP layer saw during one attempt of a call.
 // mcp-go reports a 502 or a 429 only as the string "request failed with
 // status N", so the status, and the Retry-After that goes with it, are taken
 // here, from a RoundTripper around the shared HTTP client.
 //
 // An exchange is also the context its call's requests go out under: it adds
 // itself as a value without a second allocation.
-type exchange struct {
+type Exchange struct {
 	context.Context
-	mu      sync.Mutex
-	rec     record
+	mu      sync.Mutex // guards the fields below; a leaf
+	rec     Record
 	dialErr error // the first dial failure of this attempt
 	trace   httptrace.ClientTrace
 
@@ -48,43 +47,56 @@ type exchange struct {
 	accepted bool
 }
 
-// record is what the HTTP layer saw of the last request of an attempt.
-type record struct {
-	status     int           // of the response; 0 if none came
-	retryAfter time.Duration // from the response's Retry-After
-	// started: the request reached the HTTP client's transport; traced:
+// Record is what the HTTP layer saw of the last request of an attempt.
+type Record struct {
+	Status     int           // of the response; 0 if none came
+	RetryAfter time.Duration // from the response's Retry-After
+	// Started: the request reached the HTTP client's transport; Traced:
 	// that transport is net/http's, which reports through httptrace the
-	// connection it takes, so no gotConn proves the request never left.
-	started, traced bool
-	gotConn         bool // the transport took a connection for the request
-	reused          bool // a pooled one
-	// withSession: the request carried an Mcp-Session-Id. rpcCode is the
-	// code of the JSON-RPC error a 400 or 404 carried, if rpcError; which
-	// of them mean the session is gone is for classify (F26).
-	withSession bool
-	rpcError    bool
-	rpcCode     int
+	// connection it takes, so no GotConn proves the request never left.
+	Started, Traced bool
+	GotConn         bool // the transport took a connection for the request
+	Reused          bool // a pooled one
+	// WithSession: the request carried an Mcp-Session-Id. RPCCode is the
+	// code of the JSON-RPC error a 400 or 404 carried, if RPCError; which
+	// of them mean the session is gone is for the policy (F26).
+	WithSession bool
+	RPCError    bool
+	RPCCode     int
 }
 
-func newExchange() *exchange {
-	ex := &exchange{}
+// NewExchange returns an exchange for one call (or one request the client
+// makes on its own); Bind puts it in the context its requests go out under.
+func NewExchange() *Exchange {
+	ex := &Exchange{}
 	// The one hook, and the one allocation beside the exchange. When a
 	// pooled connection turns out dead before a byte was written, net/http
 	// takes another and calls it again.
 	ex.trace.GotConn = func(info httptrace.GotConnInfo) {
 		ex.mu.Lock()
-		ex.rec.gotConn, ex.rec.reused = true, info.Reused
+		ex.rec.GotConn, ex.rec.Reused = true, info.Reused
 		ex.mu.Unlock()
 	}
 	return ex
 }
 
+// Recorded returns an exchange that saw rec and, of the last request's
+// answer stream, streamed and cut, as the tracker would have recorded them:
+// for tests of decisions made on what an exchange saw.
+func Recorded(rec Record, streamed, cut bool) *Exchange {
+	return &Exchange{rec: rec, streamed: streamed, cut: cut}
+}
+
+// Refuse records that the guard refused an answer, as the guard does: for
+// tests of decisions made on a refusal.
+func (ex *Exchange) Refuse(err error) { ex.refuse(err) }
+
 type exchangeKey struct{}
 
-// context returns ctx carrying ex and its trace, for every request sent
+// Bind returns ctx carrying ex and its trace, for every request sent
 // under it. One per call, not per request: asking for the trace once here
 // spares the RoundTripper a copy of each request.
-func (ex *exchange) context(ctx context.Context) context.Context {
+func (ex *Exchange) Bind(ctx context.Context) context.Context {
 	ex.Context = httptrace.WithClientTrace(ctx, &ex.trace)
 	return ex
 }
@@ -92,17 +104,17 @@ func (ex *exchange) context(ctx context.Context) context.Context {
 // Value answers for exchangeKey and passes every other key on. Done and the
 // cancelCtx behind it pass through unchanged, so contexts derived from an
 // exchange still hook into their parent without a goroutine.
-func (ex *exchange) Value(key any) any {
+func (ex *Exchange) Value(key any) any {
 	if key == (exchangeKey{}) {
 		return ex
 	}
 	return ex.Context.Value(key)
 }
 
-// reset starts a new attempt.
-func (ex *exchange) reset() {
+// Reset starts a new attempt.
+func (ex *Exchange) Reset() {
 	ex.mu.Lock()
-	ex.rec, ex.dialErr = record{}, nil
+	ex.rec, ex.dialErr = Record{}, nil
 	ex.refused, ex.hasID = nil, false
 	ex.streamed, ex.cut, ex.accepted = false, false, false
 	ex.mu.Unlock()
@@ -110,7 +122,7 @@ func (ex *exchange) reset() {
 
 // refuse records that the guard refused an answer: the first refusal of an
 // attempt is what its failure means.
-func (ex *exchange) refuse(err error) {
+func (ex *Exchange) refuse(err error) {
 	ex.mu.Lock()
 	if ex.refused == nil {
 		ex.refused = err
@@ -118,9 +130,9 @@ func (ex *exchange) refuse(err error) {
 	ex.mu.Unlock()
 }
 
-// refusal is the answer the guard refused in this attempt, if any; nil for
+// Refusal is the answer the guard refused in this attempt, if any; nil for
 // a nil exchange.
-func (ex *exchange) refusal() error {
+func (ex *Exchange) Refusal() error {
 	if ex == nil {
 		return nil
 	}
@@ -133,32 +145,32 @@ func (ex *exchange) refusal() error {
 // refusal describes the answer to the last such request: mcp-go's
 // Initialize follows a failed server/discover with initialize, and the
 // first's answer must not be read as the second's.
-func (ex *exchange) setLastRequestID(id idToken) {
+func (ex *Exchange) setLastRequestID(id idToken) {
 	ex.mu.Lock()
 	ex.lastID, ex.hasID, ex.refused = id, true, nil
 	ex.mu.Unlock()
 }
 
-func (ex *exchange) lastRequestID() (idToken, bool) {
+func (ex *Exchange) lastRequestID() (idToken, bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.lastID, ex.hasID
 }
 
-// snapshot is what the last request saw; nothing for a nil exchange (an
+// Snapshot is what the last request saw; nothing for a nil exchange (an
 // error met outside a call, such as while restoring a session).
-func (ex *exchange) snapshot() record {
+func (ex *Exchange) Snapshot() Record {
 	if ex == nil {
-		return record{}
+		return Record{}
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.rec
 }
 
-// stream reports whether the last request posted was answered with an
+// Stream reports whether the last request posted was answered with an
 // event stream, and whether that stream was cut (F28).
-func (ex *exchange) stream() (streamed, cut bool) {
+func (ex *Exchange) Stream() (streamed, cut bool) {
 	if ex == nil {
 		return false, false
 	}
@@ -167,9 +179,9 @@ func (ex *exchange) stream() (streamed, cut bool) {
 	return ex.streamed, ex.cut
 }
 
-// sessionAccepted reports whether the server answered a request of the
+// SessionAccepted reports whether the server answered a request of the
 // attempt that carried the session id with a 2xx.
-func (ex *exchange) sessionAccepted() bool {
+func (ex *Exchange) SessionAccepted() bool {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.accepted
@@ -177,7 +189,7 @@ func (ex *exchange) sessionAccepted() bool {
 
 // streamCut records that the event stream answering the last request broke
 // before it ended.
-func (ex *exchange) streamCut() {
+func (ex *Exchange) streamCut() {
 	ex.mu.Lock()
 	ex.cut = true
 	ex.mu.Unlock()
@@ -188,24 +200,44 @@ func (ex *exchange) streamCut() {
 // Close, or a replaced session's release, that long.
 const deleteTimeout = time.Second
 
-// tracker is the RoundTripper every session's HTTP client goes through. It
-// is safe for concurrent use.
-type tracker struct {
+// Tracker is the RoundTripper every session's HTTP client goes through: it
+// records each request's outcome in the exchange of its context and guards
+// its answer. It is safe for concurrent use; its fields are set before its
+// first request and never after.
+type Tracker struct {
 	next   http.RoundTripper
 	traced bool // next is net/http's Transport, which reports to httptrace
 	// For the guard (guard.go). Zero values: the default limit, no logs,
 	// no counting.
-	limit        int64 // WithMaxResponseBytes
-	log          *slog.Logger
-	wrongAnswers *atomic.Uint64
+	Limit        int64 // WithMaxResponseBytes
+	Log          *slog.Logger
+	WrongAnswers *atomic.Uint64
 }
 
-func newTracker(next http.RoundTripper) *tracker {
+// SendThrough makes t send through rt, a layer over the transport it was
+// made with (an authorization layer), keeping what it learnt of that
+// transport. Called before t's first request.
+func (t *Tracker) SendThrough(rt http.RoundTripper) { t.next = rt }
+
+// StreamWatcher is told the status of every GET (the event stream, or a
+// response stream resumed) sent under a context from WatchStream outside
+// any exchange.
+type StreamWatcher interface{ Answered(status int) }
+
+type streamKey struct{}
+
+// WatchStream returns ctx carrying w.
+func WatchStream(ctx context.Context, w StreamWatcher) context.Context {
+	return context.WithValue(ctx, streamKey{}, w)
+}
+
+// NewTracker returns a Tracker sending through next.
+func NewTracker(next http.RoundTripper) *Tracker {
 	_, traced := next.(*http.Transport)
-	return &tracker{next: next, traced: traced}
+	return &Tracker{next: next, traced: traced}
 }
 
-func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Response != nil {
 		// A redirect, carrying copies of the first request's headers.
 		req = withoutCredentials(req)
@@ -215,11 +247,11 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer cancel()
 		return t.next.RoundTrip(req.WithContext(ctx))
 	}
-	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	ex, _ := req.Context().Value(exchangeKey{}).(*Exchange)
 	if ex == nil {
 		resp, _, err := t.guarded(req, nil)
-		if w, ok := req.Context().Value(streamKey{}).(*streamWatch); ok && err == nil && req.Method == http.MethodGet {
-			w.answered(resp.StatusCode)
+		if w, ok := req.Context().Value(streamKey{}).(StreamWatcher); ok && err == nil && req.Method == http.MethodGet {
+			w.Answered(resp.StatusCode)
 		}
 		return resp, err
 	}
@@ -230,7 +262,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	// initialize), and an earlier answer must not be read as this one's.
 	// Only a GET resuming the last request's stream keeps what was
 	// learnt of that stream.
-	ex.rec = record{started: true, traced: t.traced, withSession: len(req.Header[sessionHeader]) > 0}
+	ex.rec = Record{Started: true, Traced: t.traced, WithSession: len(req.Header[sessionHeader]) > 0}
 	if req.Method == http.MethodPost {
 		ex.streamed, ex.cut = false, false
 	}
@@ -247,7 +279,7 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, sse, err := t.guarded(req, ex)
 	if err != nil {
 		ex.mu.Lock()
-		if isDialError(err) {
+		if IsDialError(err) {
 			ex.dialErr = err
 		}
 		ex.mu.Unlock()
@@ -260,14 +292,14 @@ func (t *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	ex.rec.status = resp.StatusCode
-	ex.rec.rpcCode, ex.rec.rpcError = rpcCode, rpcError
+	ex.rec.Status = resp.StatusCode
+	ex.rec.RPCCode, ex.rec.RPCError = rpcCode, rpcError
 	if resp.StatusCode >= 300 {
 		// Read only off the failure path: a success needs no date parsed.
-		ex.rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		ex.rec.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	if resp.StatusCode < 300 {
-		ex.accepted = ex.accepted || ex.rec.withSession
+		ex.accepted = ex.accepted || ex.rec.WithSession
 		ex.streamed = ex.streamed || sse && req.Method == http.MethodPost
 	}
 	return resp, nil
@@ -305,10 +337,10 @@ func readRPCError(resp *http.Response) (code int, ok bool) {
 
 // guarded sends req with a guard (guard.go) on its answer, and reports
 // whether the answer is an event stream.
-func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, bool, error) {
-	g := &guard{t: t, ex: ex, limit: t.limit}
+func (t *Tracker) guarded(req *http.Request, ex *Exchange) (*http.Response, bool, error) {
+	g := &guard{t: t, ex: ex, limit: t.Limit}
 	if g.limit <= 0 {
-		g.limit = defaultMaxResponseBytes
+		g.limit = DefaultMaxResponseBytes
 	}
 	g.expect(req)
 	resp, err := t.next.RoundTrip(req)
@@ -320,43 +352,32 @@ func (t *tracker) guarded(req *http.Request, ex *exchange) (*http.Response, bool
 }
 
 // refused logs and counts an answer the guard refused.
-func (t *tracker) refused(err error) {
-	var wrong *wrongAnswerError
+func (t *Tracker) refused(err error) {
+	var wrong *WrongAnswerError
 	if errors.As(err, &wrong) {
-		if t.wrongAnswers != nil {
-			t.wrongAnswers.Add(1)
+		if t.WrongAnswers != nil {
+			t.WrongAnswers.Add(1)
 		}
-		if t.log != nil {
-			t.log.Warn("answer for another request: the session is treated as corrupt and replaced", "response_id", wrong.got, "request_id", wrong.want)
+		if t.Log != nil {
+			t.Log.Warn("answer for another request: the session is treated as corrupt and replaced", "response_id", wrong.Got, "request_id", wrong.Want)
 		}
 		return
 	}
-	if t.log != nil {
-		t.log.Warn("answer refused", "err", err)
+	if t.Log != nil {
+		t.Log.Warn("answer refused", "err", err)
 	}
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
 // wrapped transport.
-func (t *tracker) CloseIdleConnections() {
+func (t *Tracker) CloseIdleConnections() {
 	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
 }
 
-// isDialError reports whether err means no connection could be made, so the
-// request was certainly not sent.
-func isDialError(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns)
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP-date; 0 if absent or bad.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+// ParseRetryAfter reads delay-seconds or an HTTP-date; 0 if absent or bad.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}

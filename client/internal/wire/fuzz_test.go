@@ -1,13 +1,10 @@
-package client
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"mime"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +70,7 @@ func FuzzGuardJSON(f *testing.F) {
 		direct, directErr := mcpgoResponse(bytes.NewReader(data))
 
 		var tooLarge *responseTooLargeError
-		var wrong *wrongAnswerError
+		var wrong *WrongAnswerError
 		switch {
 		case errors.As(gotErr, &tooLarge):
 			if int64(len(data)) <= lim {
@@ -159,7 +156,7 @@ func FuzzGuardSSE(f *testing.F) {
 		direct := mcpgoSSE(bytes.NewReader(data), lim)
 
 		var tooLarge *responseTooLargeError
-		var wrong *wrongAnswerError
+		var wrong *WrongAnswerError
 		if got.response != nil && !isOurs(got.response.ID) {
 			t.Fatalf("delivered an answer to request %v: %q", got.response.ID, data)
 		}
@@ -253,71 +250,12 @@ func FuzzRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		d := parseRetryAfter(v, now)
+		d := ParseRetryAfter(v, now)
 		if d < 0 {
-			t.Fatalf("parseRetryAfter(%q) = %v", v, d)
+			t.Fatalf("ParseRetryAfter(%q) = %v", v, d)
 		}
 		if secs, err := strconv.ParseUint(v, 10, 64); err == nil && secs < 1<<30 && d != time.Duration(secs)*time.Second {
-			t.Fatalf("parseRetryAfter(%q) = %v, want %ds", v, d, secs)
-		}
-	})
-}
-
-// FuzzClassify: whatever the status, the error and what the HTTP layer
-// saw, classification follows the error contract's fixed points.
-func FuzzClassify(f *testing.F) {
-	for _, status := range []int{0, 200, 202, 400, 401, 403, 404, 429, 500, 502, 503, 504} {
-		f.Add(status, "request failed", uint8(0), true)
-	}
-	f.Add(200, "", uint8(3), true)
-	f.Add(200, "", uint8(4), false)
-	f.Fuzz(func(t *testing.T, status int, msg string, kind uint8, sessionEra bool) {
-		var cause error = errors.New(msg)
-		switch kind % 6 {
-		case 1:
-			cause = io.ErrUnexpectedEOF
-		case 2:
-			cause = transport.ErrSessionTerminated
-		case 3:
-			cause = &wrongAnswerError{got: "8", want: "7"}
-		case 4:
-			cause = &responseTooLargeError{limit: 1}
-		case 5:
-			cause = &json.SyntaxError{}
-		}
-		ex := newExchange()
-		ex.rec.status, ex.rec.retryAfter = status, time.Second
-		var refused error
-		if kind%6 == 3 || kind%6 == 4 {
-			ex.refuse(cause)
-			refused = cause
-		}
-		v := classify(wire(fmt.Errorf("%s: %w", msg, cause)), on(sessionEra), ex, false)
-		if v.class < classCaller || v.class > classBroken {
-			t.Fatalf("class %d out of range", v.class)
-		}
-		switch {
-		case refused != nil:
-			if !errors.Is(v.cause, refused) || !v.mayHaveRun() {
-				t.Fatalf("a refused answer classified as %v", v.class)
-			}
-		case kind%6 == 2:
-			// mcp-go's 404: the status decides nothing more.
-		case status == http.StatusUnauthorized, status == http.StatusForbidden:
-			if v.class != classAuth {
-				t.Fatalf("%d classified as %v", status, v.class)
-			}
-		case status == http.StatusTooManyRequests, status == http.StatusServiceUnavailable:
-			if v.class != classNotSent || v.retryAfter != time.Second {
-				t.Fatalf("%d classified as %v", status, v.class)
-			}
-		case status == http.StatusBadGateway, status == http.StatusGatewayTimeout:
-			if v.class != classUnknown {
-				t.Fatalf("%d classified as %v", status, v.class)
-			}
-		}
-		if v.class == classNotSent && v.mayHaveRun() {
-			t.Fatalf("not sent, yet may have run: %+v", v)
+			t.Fatalf("ParseRetryAfter(%q) = %v, want %ds", v, d, secs)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"bytes"
@@ -30,10 +30,14 @@ import (
 // where mcp-go would fail anyway, the guard may refuse first. FuzzGuardJSON
 // and FuzzGuardSSE hold it to that.
 
-// defaultMaxResponseBytes is WithMaxResponseBytes's default: four times
+// ErrResponseTooLarge is the client's ErrResponseTooLarge (its doc says
+// what it means); it is declared here, where answers are measured.
+var ErrResponseTooLarge = errors.New("resilientmcp: response too large")
+
+// DefaultMaxResponseBytes is WithMaxResponseBytes's default: four times
 // gRPC's default receive limit, since MCP answers carry whole documents and
 // images.
-const defaultMaxResponseBytes = 16 << 20
+const DefaultMaxResponseBytes = 16 << 20
 
 // responseTooLargeError is the failure of an answer over the limit.
 type responseTooLargeError struct {
@@ -51,24 +55,13 @@ func (e *responseTooLargeError) Error() string {
 
 func (e *responseTooLargeError) Is(target error) bool { return target == ErrResponseTooLarge }
 
-// wrongAnswerError is the failure of an answer that carries another
+// WrongAnswerError is the failure of an answer that carries another
 // request's id: the session (or something between us and the server) mixes
 // up answers, and nothing more it says can be trusted.
-type wrongAnswerError struct{ got, want string }
+type WrongAnswerError struct{ Got, Want string }
 
-func (e *wrongAnswerError) Error() string {
-	return fmt.Sprintf("resilientmcp: the server answered another request (response id %s, request id %s); the session is discarded", e.got, e.want)
-}
-
-// refusedVerdict is what an answer the guard refused means for the call.
-func refusedVerdict(err error) verdict {
-	if errors.As(err, new(*wrongAnswerError)) {
-		// The request went out and its own answer never came: it may
-		// have run. A safe call is sent again, on a new session.
-		return verdict{class: classUnknown, sent: true, corrupt: true, cause: err}
-	}
-	// Too large: it ran, and the same answer would come back.
-	return verdict{class: classBroken, sent: true, cause: err}
+func (e *WrongAnswerError) Error() string {
+	return fmt.Sprintf("resilientmcp: the server answered another request (response id %s, request id %s); the session is discarded", e.Got, e.Want)
 }
 
 // maxIDLen bounds the id the guard keeps of an answer: mcp-go's are
@@ -492,8 +485,8 @@ var (
 // is called by one goroutine at a time; Close may be called concurrently
 // with it, as mcp-go's SSE reader does.
 type guard struct {
-	t     *tracker
-	ex    *exchange // nil outside a call
+	t     *Tracker
+	ex    *Exchange // nil outside a call
 	limit int64
 	want  idToken // the request's id; empty: nothing to check
 	check bool    // want is set
@@ -687,7 +680,7 @@ func (g *guard) verify(event bool) error {
 			return nil
 		}
 	}
-	return &wrongAnswerError{got: s.idString(), want: string(g.want.bytes())}
+	return &WrongAnswerError{Got: s.idString(), Want: string(g.want.bytes())}
 }
 
 // events reads p, the next bytes of an SSE stream: it returns how many of

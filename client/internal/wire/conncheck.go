@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // already closed returns, before a byte is written.
 var errPeerClosed = errors.New("the server had closed the connection before the request was written")
 
-// checkedDial wraps the default HTTP client's dialer so that a request is
+// CheckedDial wraps the default HTTP client's dialer so that a request is
 // never written on a pooled connection the server has already closed.
 //
 // Why: when a server restarts or times out an idle connection, its FIN
@@ -27,7 +27,7 @@ var errPeerClosed = errors.New("the server had closed the connection before the 
 // retries a request that wrote nothing on a pooled connection, sends it on
 // a new one by itself. A FIN that arrives after the check still races; it
 // is microseconds wide instead of a scheduler's wake-up.
-func checkedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func CheckedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {

@@ -1,0 +1,300 @@
+package policy
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+)
+
+// Class is what a failed attempt means for the call. The failures behind
+// each class are listed in FAILURES.md.
+type Class int
+
+const (
+	// Caller: the caller's context ended. Never retried.
+	Caller Class = iota
+	// ServerError: the server answered the request with an error of its
+	// own (a JSON-RPC error, a 4xx, a method it does not have). Returned as
+	// is: sending it again would get the same answer.
+	ServerError
+	// AuthRequired: the server wants authorization (401, 403). The request
+	// did not run.
+	AuthRequired
+	// Expired: the server rejected the request before running it
+	// because it no longer knows the session (or speaks another protocol
+	// version now). Re-initialize once per generation and replay any call.
+	Expired
+	// NotSent: the request provably did not reach the server's
+	// handler: no connection could be made, it was not completely written,
+	// or the server declined it unread (429, 503). Retry any call.
+	NotSent
+	// OutcomeUnknown: the request may have run (the connection broke after
+	// it was sent, 502, 504). Replay only if safe.
+	OutcomeUnknown
+	// Broken: the request ran, or may have, and what came back is not
+	// usable (500, a 2xx that is not MCP). Never replayed: the same
+	// answer would come back.
+	Broken
+)
+
+func (c Class) String() string {
+	return [...]string{"caller", "server error", "authorization", "session expired", "not sent", "outcome unknown", "broken answer"}[c]
+}
+
+// Verdict is the classification of one failed attempt.
+type Verdict struct {
+	Class Class
+	// Corrupt: the session answered another request (guard.go): take it
+	// out of service.
+	Corrupt bool
+	// Cause: what the failure was, when mcp-go's error does not say (the
+	// guard refused the answer); the call reports it instead.
+	Cause error
+	// Sent: the request was completely written; it may have run.
+	Sent bool
+	// Unreachable: no connection could be made. The session itself may be
+	// fine; the server is not answering at all.
+	Unreachable bool
+	// Renegotiate: the server rejected our protocol version; allowed once
+	// per call, so a server that rejects every version is not a loop.
+	Renegotiate bool
+	// Busy: the server declined the request unread (429, 503); it is
+	// there, and asked for retryAfter's pause.
+	Busy       bool
+	RetryAfter time.Duration
+	// IdleClosed: the pooled connection had been closed by the server
+	// before the request was written on it, which says nothing of the
+	// server: send it again at once, on a new connection.
+	IdleClosed bool
+	// StaleConnection: the connection failed under a request that went out
+	// on a pooled connection: most likely one the far side had already
+	// dropped (a restart, an idle timeout), which says nothing of whether
+	// the server fails requests.
+	StaleConnection bool
+	// SessionGone: whatever the request's outcome, the server no longer
+	// knows the session (a stream's resumption met 404 or 400): open a new
+	// one before anything is sent again.
+	SessionGone bool
+	// RPCAnswer: the server itself answered with a JSON-RPC error, so it
+	// is there and knows the session; for a probe, that is proof of life.
+	RPCAnswer bool
+	// why is what the failure was, for the call's error when the cause's
+	// own message would not say it (a stream cut before its answer).
+	Why string
+}
+
+// MayHaveRun reports whether the attempt may have run on the server.
+func (v Verdict) MayHaveRun() bool {
+	switch v.Class {
+	case OutcomeUnknown, Broken:
+		return true
+	case Caller:
+		return v.Sent
+	}
+	return false
+}
+
+// Permanent reports whether no retry can fix the failure of opening a
+// session, where every attempt is safe to repeat, so it ends the reconnect
+// loop: the server's own answer (a non-MCP endpoint), a 401, an unusable
+// answer, or a protocol version the server refuses after mcp-go already
+// negotiated one (this was the one re-negotiation).
+func (v Verdict) Permanent() bool {
+	return v.Class == ServerError || v.Class == AuthRequired || v.Class == Broken || v.Renegotiate
+}
+
+// Session is what the policy needs to know of the session a request went
+// out on. The zero value is no session: one being opened.
+type Session struct {
+	// SessionEra: the session speaks a protocol version with sessions (up
+	// to 2025-11-25); on 2026-07-28 there are no sessions to lose.
+	SessionEra bool
+	// Served: the server has answered a request carrying the session's id
+	// with a 2xx, so it knew the id (F26).
+	Served bool
+}
+
+// Classify decides what a failed attempt means. It is the one place that
+// interprets mcp-go's errors; every rule is by errors.Is/As or by what the
+// exchange recorded of the HTTP traffic, because mcp-go has no status type.
+// s is the session the attempt went out on; ex what the HTTP layer saw of
+// it, nil for an error met outside a request (restoring a session).
+func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
+	rec := ex.Snapshot()
+	streamed, cut := ex.Stream()
+	sessionEra := s.SessionEra
+	writeFailed := wire.IsWriteError(err)
+	// Sent, as far as the client can tell: the request reached a
+	// connection and writing it did not fail. Not having reached one is
+	// believed only of a transport that reports the connections it takes.
+	sent := streamed || rec.Started && (rec.GotConn || !rec.Traced) && !writeFailed
+	v := func(c Class) Verdict { return Verdict{Class: c, Sent: sent} }
+	switch {
+	case ctxDone && errors.Is(err, auth.ErrUnavailable):
+		// The deadline passed while the token layer waited for a token
+		// (the authorization server, or the grant store's lock): the
+		// request never left.
+		return Verdict{Class: Caller}
+	case ctxDone:
+		return v(Caller)
+
+	case ex.Refusal() != nil:
+		return refused(ex.Refusal())
+
+	case streamed && errors.As(err, new(*transport.Error)):
+		// The server accepted the request and began answering, and the
+		// answer did not come: the stream was cut, or ended without it, and
+		// could not be resumed (F28). It may have run. Whatever a
+		// resumption met afterwards (a refused connection, a 404) is about
+		// the session, not about whether the request ran.
+		r := v(OutcomeUnknown)
+		r.Why = "the response stream ended before the answer"
+		if cut {
+			r.Why = "the response stream was cut before the answer"
+		}
+		r.SessionGone = sessionEra && staleSession(rec, s)
+		return r
+
+	case errors.Is(err, auth.ErrUnavailable):
+		// The authorization server could not be reached while the call
+		// waited for a token: it did not run.
+		return Verdict{Class: NotSent}
+
+	case errors.As(err, new(*auth.Error)), errors.As(err, new(*auth.InsufficientScopeError)):
+		// The token layer could not authorize the request: it did not run.
+		return v(AuthRequired)
+
+	case errors.Is(err, transport.ErrAuthorizationRequired),
+		errors.Is(err, transport.ErrOAuthAuthorizationRequired),
+		errors.Is(err, transport.ErrUnauthorized),
+		rec.Status == http.StatusUnauthorized, rec.Status == http.StatusForbidden:
+		return v(AuthRequired)
+
+	case errors.Is(err, transport.ErrSessionTerminated):
+		// 404. Only the session era has sessions to lose; on 2026-07-28 a
+		// 404 means the method or the endpoint does not exist.
+		if sessionEra {
+			return v(Expired)
+		}
+		return v(ServerError)
+
+	case sessionEra && staleSession(rec, s):
+		// The TypeScript SDK's servers, and the many copied from them,
+		// answer an unknown session with 400 and a JSON-RPC error (F26).
+		return v(Expired)
+
+	case errors.Is(err, transport.ErrLegacySSEServer):
+		// initialize answered 4xx: not a Streamable HTTP endpoint.
+		return v(ServerError)
+
+	case mcp.IsUnsupportedProtocolVersion(err):
+		// The server was upgraded or rolled back under us. It rejected the
+		// request unread, so any call may be replayed after one
+		// re-negotiation.
+		r := v(Expired)
+		r.Renegotiate = true
+		return r
+
+	case rec.Status == http.StatusTooManyRequests, rec.Status == http.StatusServiceUnavailable:
+		// Both mean the server did not process the request (RFC 9110
+		// 15.6.4, RFC 6585 4).
+		r := v(NotSent)
+		r.Busy, r.RetryAfter = true, rec.RetryAfter
+		return r
+
+	case rec.Status == http.StatusBadGateway, rec.Status == http.StatusGatewayTimeout:
+		// A proxy lost the backend's answer; the backend may have run it.
+		return v(OutcomeUnknown)
+
+	case rec.Status >= 500:
+		return v(Broken)
+
+	case rec.Status >= 400:
+		return v(ServerError)
+
+	case !errors.As(err, new(*transport.Error)):
+		// Not a transport failure: the server answered with a JSON-RPC
+		// error.
+		r := v(ServerError)
+		r.RPCAnswer = true
+		return r
+
+	case wire.IsDialError(err):
+		r := v(NotSent)
+		r.Unreachable = true
+		return r
+
+	case rec.Status >= 200 && rec.Status < 300 && !wire.IsNetworkError(err):
+		// An answer came and was not MCP: an HTML page, garbage JSON, an
+		// unexpected content type. A retry gets the same answer.
+		return v(Broken)
+
+	case wire.IsServerClosedIdle(err):
+		r := v(NotSent)
+		r.IdleClosed = true
+		return r
+
+	case writeFailed && rec.Status == 0:
+		// Writing the request failed, so no server read it whole: a
+		// connection that broke (or that the peer had closed) before the
+		// last byte went out.
+		return v(NotSent)
+	}
+	// Reset, EOF, a timeout or a stream broken after the request was written.
+	r := v(OutcomeUnknown)
+	r.StaleConnection = rec.Reused && rec.Status == 0 && wire.IsNetworkError(err)
+	return r
+}
+
+// staleSession reports whether the last request's answer says the server no
+// longer knows the session it carried (F26): a 404, or a 400 with a
+// JSON-RPC error, to a request with a session id on a session the server has
+// accepted before. A 400 on a session that has served nothing yet is the
+// server's answer to the request, as is an error that can only be about the
+// request itself.
+func staleSession(rec wire.Record, s Session) bool {
+	if !rec.WithSession || !s.Served {
+		return false
+	}
+	switch rec.Status {
+	case http.StatusNotFound:
+		return true
+	case http.StatusBadRequest:
+		return rec.RPCError && !requestFault(rec.RPCCode)
+	}
+	return false
+}
+
+// requestFault reports whether a JSON-RPC error code is about the request
+// as sent (it would be refused by any session): not a sign of a lost one.
+func requestFault(code int) bool {
+	switch code {
+	case mcp.PARSE_ERROR, mcp.METHOD_NOT_FOUND, mcp.INVALID_PARAMS:
+		return true
+	}
+	return false
+}
+
+// AnsweredByServer reports whether err is the server's own answer to a
+// request (a JSON-RPC error, a method it does not have), which sending
+// again would only repeat, as opposed to the request failing on its way.
+func AnsweredByServer(err error, s Session) bool {
+	return Classify(err, s, nil, false).Class == ServerError
+}
+
+// refused is what an answer the guard refused means for the call.
+func refused(err error) Verdict {
+	if errors.As(err, new(*wire.WrongAnswerError)) {
+		// The request went out and its own answer never came: it may
+		// have run. A safe call is sent again, on a new session.
+		return Verdict{Class: OutcomeUnknown, Sent: true, Corrupt: true, Cause: err}
+	}
+	// Too large: it ran, and the same answer would come back.
+	return Verdict{Class: Broken, Sent: true, Cause: err}
+}

@@ -1,0 +1,202 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+)
+
+// mcpgo builds an error the way mcp-go does for a transport failure:
+// sendRequest wraps what SendRequest returned in *transport.Error.
+func mcpgo(err error) error { return transport.NewError(fmt.Errorf("failed to send request: %w", err)) }
+
+func netErr(op string, err error) error {
+	return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: &net.OpError{Op: op, Net: "tcp", Err: err}}
+}
+
+func TestClassifyCoversEveryFailure(t *testing.T) {
+	var syntaxErr *json.SyntaxError
+	_ = json.Unmarshal([]byte("<html>"), &struct{}{})
+	syntaxErr = &json.SyntaxError{}
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		retryAfter time.Duration
+		sessionEra bool
+		ctxDone    bool
+		reused     bool
+		gotConn    bool
+		want       Class
+		check      func(Verdict) bool
+	}{
+		{name: "caller: context ended", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, want: Caller},
+		{name: "F11: 401", err: mcpgo(&transport.AuthorizationRequiredError{}), status: 401, want: AuthRequired},
+		{name: "F11: OAuth required", err: mcpgo(&transport.OAuthAuthorizationRequiredError{}), want: AuthRequired},
+		{name: "F11: 403", err: mcpgo(errors.New("request failed with status 403: forbidden")), status: 403, want: AuthRequired},
+		{name: "F1: 404 in the session era", err: mcpgo(transport.ErrSessionTerminated), status: 404, sessionEra: true, want: Expired},
+		{name: "F1: later call on the ended session", err: mcpgo(transport.ErrSessionTerminated), sessionEra: true, want: Expired},
+		{name: "404 in the stateless era", err: mcpgo(transport.ErrSessionTerminated), status: 404, want: ServerError},
+		{name: "F12: initialize answered 4xx", err: mcpgo(transport.ErrLegacySSEServer), status: 405, want: ServerError},
+		{name: "F13: version rejected", err: mcp.UnsupportedProtocolVersionError{Version: "2026-07-28"}, status: 400, want: Expired,
+			check: func(v Verdict) bool { return v.Renegotiate }},
+		{name: "F10: 429 with Retry-After", err: mcpgo(errors.New("request failed with status 429")), status: 429, retryAfter: 2 * time.Second, want: NotSent,
+			check: func(v Verdict) bool { return v.RetryAfter == 2*time.Second && !v.Unreachable }},
+		{name: "F10: 503", err: mcpgo(errors.New("request failed with status 503")), status: 503, want: NotSent},
+		{name: "F10: 502", err: mcpgo(errors.New("request failed with status 502")), status: 502, want: OutcomeUnknown},
+		{name: "F10: 504", err: mcpgo(errors.New("request failed with status 504")), status: 504, want: OutcomeUnknown},
+		{name: "F10: 500", err: mcpgo(errors.New("request failed with status 500")), status: 500, want: Broken},
+		{name: "400", err: mcpgo(errors.New("request failed with status 400")), status: 400, want: ServerError},
+		{name: "JSON-RPC error from the server", err: mcp.ErrMethodNotFound, status: 200, want: ServerError},
+		{name: "F7: connection refused", err: mcpgo(netErr("dial", syscall.ECONNREFUSED)), want: NotSent,
+			check: func(v Verdict) bool { return v.Unreachable }},
+		{name: "F7: DNS failure", err: mcpgo(&url.Error{Op: "Post", Err: &net.DNSError{Err: "no such host", Name: "mcp.invalid"}}), want: NotSent,
+			check: func(v Verdict) bool { return v.Unreachable }},
+		{name: "F2/F3: EOF on a reused connection", err: mcpgo(&url.Error{Op: "Post", Err: io.EOF}), want: OutcomeUnknown},
+		{name: "F4: connection reset", err: mcpgo(netErr("read", syscall.ECONNRESET)), gotConn: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return !v.StaleConnection }},
+		{name: "F3/F4: reset on a pooled connection", err: mcpgo(netErr("read", syscall.ECONNRESET)), reused: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.StaleConnection }},
+		{name: "502 on a pooled connection is the server's answer", err: mcpgo(errors.New("request failed with status 502")), status: 502, reused: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return !v.StaleConnection }},
+		{name: "F5: timeout", err: mcpgo(netErr("read", os.ErrDeadlineExceeded)), want: OutcomeUnknown},
+		{name: "stream broken mid-response", err: transport.NewError(fmt.Errorf("reading SSE: %w", io.ErrUnexpectedEOF)), status: 200, want: OutcomeUnknown},
+		{name: "F12: HTML page", err: transport.NewError(errors.New("unexpected content type: text/html")), status: 200, gotConn: true, want: Broken},
+		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, gotConn: true, want: Broken},
+		{name: "reset before the request was completely written", err: mcpgo(netErr("write", syscall.EPIPE)), gotConn: true, want: NotSent,
+			check: func(v Verdict) bool { return !v.Unreachable && !v.Sent && !v.MayHaveRun() }},
+		{name: "reset after the request was written", err: mcpgo(netErr("read", syscall.ECONNRESET)), gotConn: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.Sent && v.MayHaveRun() }},
+		{name: "a pooled connection the server closed before the write", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http: server closed idle connection")}), want: NotSent,
+			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "F25: deadline after the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return v.MayHaveRun() }},
+		{name: "deadline before the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, want: Caller,
+			check: func(v Verdict) bool { return !v.MayHaveRun() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Rows are net/http requests: started, traced; reused implies a
+			// connection.
+			ex := wire.Recorded(wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused}, false, false)
+			v := Classify(tt.err, on(tt.sessionEra), ex, tt.ctxDone)
+			if v.Class != tt.want {
+				t.Fatalf("Classify(%v) = %v, want %v", tt.err, v.Class, tt.want)
+			}
+			if tt.check != nil && !tt.check(v) {
+				t.Errorf("Verdict %+v fails the row's check", v)
+			}
+		})
+	}
+}
+
+// A transport that is not net/http's reports no connections: its silence
+// must not be read as "never sent", or a call whose deadline passed in
+// flight would be told it did not run.
+func TestUntracedTransportProvesNothing(t *testing.T) {
+	ex := wire.Recorded(wire.Record{Started: true, Traced: false}, false, false)
+	if v := Classify(mcpgo(os.ErrDeadlineExceeded), on(true), ex, true); !v.MayHaveRun() {
+		t.Errorf("deadline in flight through an untraced transport: %+v; want may have run", v)
+	}
+	ex = wire.Recorded(wire.Record{Started: true, Traced: true}, false, false)
+	if v := Classify(mcpgo(os.ErrDeadlineExceeded), on(true), ex, true); v.MayHaveRun() {
+		t.Errorf("deadline before net/http took a connection: %+v; want not run", v)
+	}
+	if v := Classify(mcpgo(os.ErrDeadlineExceeded), on(true), wire.NewExchange(), true); v.MayHaveRun() {
+		t.Errorf("deadline before the request reached the transport: %+v; want not run", v)
+	}
+}
+
+// on is a session of the era given, for classifying an attempt made on it.
+func on(sessionEra bool) Session { return Session{SessionEra: sessionEra} }
+
+// F26: how a stale session is told from the server's answer to a request.
+func TestClassifyStaleSessionHoweverTheServerSaysIt(t *testing.T) {
+	// mcp-go hands a 4xx whose body is a JSON-RPC error back as that error.
+	tsAnswer := errors.New("Bad Request: No valid session ID provided")
+	served := Session{SessionEra: true, Served: true}
+	fresh := Session{SessionEra: true}
+	stateless := Session{Served: true}
+	tests := []struct {
+		name        string
+		s           Session
+		err         error
+		status      int
+		rpcCode     int
+		rpcError    bool
+		withSession bool
+		want        Class
+	}{
+		{"400 -32000 on a session that served (TypeScript SDK)", served, tsAnswer, 400, -32000, true, true, Expired},
+		{"400 -32001 on a session that served", served, errors.New("Session not found"), 400, -32001, true, true, Expired},
+		{"400 -32600 on a session that served (Python SDK)", served, mcp.ErrInvalidRequest, 400, mcp.INVALID_REQUEST, true, true, Expired},
+		{"404 on a session that served", served, mcpgo(transport.ErrSessionTerminated), 404, 0, false, true, Expired},
+		{"400 on a session that just opened: the server's answer", fresh, tsAnswer, 400, -32000, true, true, ServerError},
+		{"400 invalid params: about the request", served, mcp.ErrInvalidParams, 400, mcp.INVALID_PARAMS, true, true, ServerError},
+		{"400 parse error: about the request", served, mcp.ErrParseError, 400, mcp.PARSE_ERROR, true, true, ServerError},
+		{"400 without a JSON-RPC error", served, mcpgo(errors.New("request failed with status 400: bad")), 400, 0, false, true, ServerError},
+		{"400 to a request without a session id", served, tsAnswer, 400, -32000, true, false, ServerError},
+		{"2026-07-28: 404 with -32601 is method not found", stateless, mcpgo(transport.ErrSessionTerminated), 404, mcp.METHOD_NOT_FOUND, true, false, ServerError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ex := wire.Recorded(wire.Record{Status: tt.status, RPCCode: tt.rpcCode, RPCError: tt.rpcError, WithSession: tt.withSession, Started: true, Traced: true, GotConn: true}, false, false)
+			v := Classify(tt.err, tt.s, ex, false)
+			if v.Class != tt.want {
+				t.Fatalf("class %v, want %v", v.Class, tt.want)
+			}
+			if v.Class == Expired && v.MayHaveRun() {
+				t.Errorf("a stale session's refusal may have run: %+v", v)
+			}
+		})
+	}
+}
+
+// F28: a request whose answer stream opened and then broke may have run,
+// whatever its resumption met; a resumption that met 404 or 400 also says
+// the session is gone.
+func TestClassifyALostAnswerStream(t *testing.T) {
+	s := Session{SessionEra: true, Served: true}
+	tests := []struct {
+		name     string
+		err      error
+		rec      wire.Record
+		cut      bool
+		wantGone bool
+		wantWhy  string
+	}{
+		{"cut, no event ids", mcpgo(errors.New("unexpected nil response")), wire.Record{Status: 200, WithSession: true}, true, false, "cut"},
+		{"ended before the answer", mcpgo(errors.New("unexpected nil response")), wire.Record{Status: 200, WithSession: true}, false, false, "ended"},
+		{"resumption refused: server down", mcpgo(netErr("dial", syscall.ECONNREFUSED)), wire.Record{WithSession: true}, true, false, "cut"},
+		{"resumption met 404", mcpgo(fmt.Errorf("failed to resume the SSE stream for the response: %w", transport.ErrSessionTerminated)), wire.Record{Status: 404, WithSession: true}, true, true, "cut"},
+		{"resumption met the TypeScript SDK's 400", mcpgo(errors.New("failed to resume the SSE stream for the response: unexpected status 400")), wire.Record{Status: 400, RPCError: true, RPCCode: -32000, WithSession: true}, true, true, "cut"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.rec.Started, tt.rec.Traced, tt.rec.GotConn = true, true, true
+			ex := wire.Recorded(tt.rec, true, tt.cut)
+			v := Classify(tt.err, s, ex, false)
+			if v.Class != OutcomeUnknown || !v.MayHaveRun() {
+				t.Fatalf("Verdict %+v; want outcome unknown", v)
+			}
+			if v.SessionGone != tt.wantGone {
+				t.Errorf("SessionGone %v, want %v", v.SessionGone, tt.wantGone)
+			}
+			if !strings.Contains(v.Why, tt.wantWhy) {
+				t.Errorf("why %q, want it to say %q", v.Why, tt.wantWhy)
+			}
+		})
+	}
+}

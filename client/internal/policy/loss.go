@@ -1,0 +1,141 @@
+package policy
+
+import (
+	"net/http"
+	"time"
+)
+
+// Loss is why a session was taken out of service; it decides how the
+// session is closed and what replaces it.
+type Loss int
+
+const (
+	NoLoss          Loss = iota // kept in service
+	LossExpired                 // the server forgot it or changed protocol version: open a new one
+	LossUnreachable             // no connection could be made: the session may be fine, ask it once the server answers
+	LossRequested               // the caller initialized again with another request
+	LossUnhealthy               // failed its probes: the connection is dead or hung
+	LossCorrupt                 // answered another request: nothing it says can be trusted
+)
+
+// Drains reports whether a session lost for this reason is closed only
+// when its last lease returns, as HikariCP evicts a connection: the server
+// forgot it or the caller asked for another, so calls in flight on it get
+// their own answers rather than being cut by our own close. A dead, hung
+// or corrupt session is closed at once, so that safe calls in flight on it
+// are sent again.
+func (l Loss) Drains() bool { return l == LossExpired || l == LossRequested }
+
+// Reinitializes reports whether replacing a session lost for this reason
+// is a re-initialization (the server's session is gone) rather than a
+// redial (the connection is).
+func (l Loss) Reinitializes() bool { return l == LossExpired }
+
+// ProbeOutcome is what a probe's answer means for its session.
+type ProbeOutcome int
+
+const (
+	// Alive: the server answered. A JSON-RPC error is an answer too: the
+	// server is there and knows the session (one without ping, say).
+	Alive ProbeOutcome = iota
+	// Busy: the server declined the probe unread (503, 429). It is there
+	// and asks for a pause; the session is kept (F30).
+	Busy
+	// Failed: the session failed; ProbeLoss says why it goes.
+	Failed
+)
+
+// Probe is what a probe that failed with verdict v means for its session.
+func Probe(v Verdict) ProbeOutcome {
+	switch {
+	case v.RPCAnswer:
+		return Alive
+	case v.Busy:
+		return Busy
+	}
+	return Failed
+}
+
+// RetryProbe reports whether a failed probe is sent once more on a fresh
+// connection: a failure that may be only a pooled connection the far side
+// dropped while idle (F3, F4) says nothing of the session, and finding
+// that out is exactly what probing after idle is for.
+func RetryProbe(v Verdict) bool { return v.Class == OutcomeUnknown }
+
+// ProbeLoss is why a session that failed a probe must go.
+func ProbeLoss(v Verdict) Loss {
+	switch {
+	case v.Class == Expired:
+		return LossExpired
+	case v.Unreachable:
+		return LossUnreachable
+	}
+	return LossUnhealthy
+}
+
+// Recheck is what the reconnect loop does with a session it kept while the
+// server could not be reached, once the session's probe has failed.
+type Recheck int
+
+const (
+	// StillAway: the server is still not answering, or busy: ask again on
+	// the backoff schedule (Retry-After included, by the pool).
+	StillAway Recheck = iota
+	// StopDialing: the server wants authorization; no retry can fix it.
+	StopDialing
+	// Reopen: the server answers, and not as a live session would: open
+	// another.
+	Reopen
+)
+
+// AfterRecheck decides what the failed probe v of a kept session means.
+func AfterRecheck(v Verdict) Recheck {
+	switch {
+	case v.Busy, v.Class == NotSent, v.Class == Caller:
+		return StillAway
+	case v.Class == AuthRequired:
+		return StopDialing
+	}
+	return Reopen
+}
+
+// AfterProbe decides what a failed probe of the session a call was about
+// to be sent on means for the call: the call was not sent, so the probe's
+// failure is the session's, never the call's outcome (F29). The session is
+// replaced (Discard) and the call waits for another, within its deadline;
+// a server that answered "busy" keeps its session and the call waits as
+// asked (F30); only a refusal for want of authorization ends the call,
+// which did not run.
+func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
+	// A new session has just proved the server answers: it is not probed
+	// again for the same doubt.
+	r.Revalidate = false
+	switch Probe(v) {
+	case Alive:
+		return Action{}
+	case Busy:
+		a := Action{Pause: max(v.RetryAfter, r.NextPause())}
+		if !deadline.IsZero() && time.Until(deadline) < a.Pause {
+			a.End = GiveUp
+			a.Why = "the server is busy and the deadline leaves no time for the " + a.Pause.Round(time.Millisecond).String() + " pause"
+		}
+		return a
+	}
+	if v.Class == AuthRequired {
+		return Action{End: Unauthorized}
+	}
+	return Action{Discard: ProbeLoss(v)}
+}
+
+// StreamOpened reports whether the answer to an event stream's GET opened
+// it.
+func StreamOpened(status int) bool { return status == http.StatusOK }
+
+// StreamLost reports whether the answer to an event stream's GET means the
+// server lost the session (F27): a 404 or a 400 to a stream the server
+// accepted before on this session (a restart, an expiry). A stream refused
+// from the start is a server that does not offer it (it should say 405),
+// and is left alone, so that no loop of new sessions follows.
+func StreamLost(status int, openedBefore bool) bool {
+	return openedBefore && (status == http.StatusNotFound || status == http.StatusBadRequest)
+}

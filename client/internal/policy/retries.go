@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Retries is one call's account of its failed attempts. After decides, once
+// per class of failure and in this one place, what the call does next. It
+// belongs to one call and is not safe for concurrent use.
+type Retries struct {
+	Max        int                    // WithMaxAttempts
+	PoolSize   int                    // WithPoolSize
+	NewBackOff func() backoff.BackOff // WithBackOff
+
+	// Sends counts every send, for the error message.
+	Sends int
+	// MayHaveRun: some attempt may have run on the server; the call's
+	// error is then ErrOutcomeUnknown, else ErrUnavailable.
+	MayHaveRun bool
+	// Revalidate: probe the session before the next send.
+	Revalidate bool
+	// CtxErr is the caller's context's error, once it ended.
+	CtxErr error
+
+	// attempts counts sends that may have reached the server's handler
+	// (outcome unknown); replays after a re-initialization have their own
+	// count, so that a call spanning two restarts is not failed for it,
+	// while a server that answers 404 to everything still cannot hold a
+	// call in a loop. Sends that provably did not run are bounded by the
+	// deadline and the retry budget, not counted.
+	attempts, replays int
+	renegotiated      bool
+	staleRetried      bool            // the one free retry after a stale pooled connection is spent
+	pauses            backoff.BackOff // made on the first retry that must wait
+}
+
+// Ending is how a call ends after a failed attempt, if it does.
+type Ending int
+
+const (
+	// Continue: the call goes on (Action says how).
+	Continue Ending = iota
+	// AsIs: return the failure as it is: the server's own answer.
+	AsIs
+	// Unauthorized: the server wants authorization; the request did not run.
+	Unauthorized
+	// GiveUp: ErrOutcomeUnknown if the call MayHaveRun, else
+	// ErrUnavailable, with Why.
+	GiveUp
+)
+
+// Action is what a call does after a failed attempt.
+type Action struct {
+	End  Ending
+	Why  string  // for GiveUp: what the failure was
+	Also []error // for GiveUp: what else the error wraps (the context's error)
+
+	Discard   Loss // take the session out of service first, for this cause; NoLoss keeps it
+	Reconnect bool // not a retry: wait for a session from the reconnect loop
+	CloseIdle bool // drop the HTTP client's idle connections
+	Budget    bool // the retry is paid from the shared retry budget
+	Replay    bool // the retry is a replay on a new session
+	Pause     time.Duration
+	Refused   bool // a replay refused because the call is not safe to repeat
+}
+
+func giveUp(why string, also ...error) Action { return Action{End: GiveUp, Why: why, Also: also} }
+
+// After decides what follows a failed attempt. safe is asked only when the
+// outcome is unknown; it may list the server's tools to answer.
+func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action {
+	r.Sends++
+	r.MayHaveRun = r.MayHaveRun || v.MayHaveRun()
+	switch v.Class {
+	case Caller:
+		// The caller's context's own error goes in the chain: what mcp-go
+		// returns when a context ends is not always built on it (a stream
+		// cut at the deadline reads as "unexpected nil response").
+		why := "cancelled"
+		if errors.Is(r.CtxErr, context.DeadlineExceeded) {
+			why = "no answer before the deadline"
+			if !r.MayHaveRun {
+				why = "the deadline passed before the request was sent"
+			}
+		}
+		if r.CtxErr == nil {
+			return giveUp(why)
+		}
+		return giveUp(why, r.CtxErr)
+
+	case ServerError:
+		return Action{End: AsIs}
+
+	case AuthRequired:
+		return Action{End: Unauthorized}
+
+	case Expired:
+		// Every goroutine that used this lease's generation sees this; the
+		// first Discard starts the one re-initialization, the others are
+		// no-ops and wait for it in Acquire. Not paid from the budget: the
+		// generation gate already makes it one re-initialization for every
+		// caller.
+		if v.Renegotiate {
+			if r.renegotiated {
+				return Action{End: AsIs}
+			}
+			r.renegotiated = true
+		}
+		// One restart expires every session of a pool, and a call may meet
+		// each of them once before it meets a new one.
+		a := Action{Discard: LossExpired, Replay: true}
+		if r.replays++; r.replays > r.Max+r.PoolSize-1 {
+			a.End, a.Why = GiveUp, fmt.Sprintf("the session was lost %d times in a row", r.replays)
+		}
+		return a
+
+	case NotSent:
+		if v.Unreachable {
+			// Nothing reached the server. Hand the waiting to the reconnect
+			// loop, which tries on the backoff schedule for every caller at
+			// once; it is not a retry of the call.
+			return Action{Discard: LossUnreachable, Reconnect: true}
+		}
+		if v.IdleClosed {
+			// Not paid for with a pause: the other idle connections went
+			// with it (a restart), so drop them all and send at once.
+			return Action{CloseIdle: true, Budget: true}
+		}
+		// Declined unread (429, 503) or not written: wait as the server
+		// asks, or by the backoff, for as long as the deadline allows.
+		a := Action{Pause: max(v.RetryAfter, r.NextPause()), Budget: true}
+		if !deadline.IsZero() && time.Until(deadline) < a.Pause {
+			a.End, a.Also = GiveUp, []error{context.DeadlineExceeded}
+			a.Why = fmt.Sprintf("the deadline leaves no time for the %v pause before trying again", a.Pause.Round(time.Millisecond))
+		}
+		return a
+
+	case OutcomeUnknown:
+		a := Action{CloseIdle: true}
+		switch {
+		case v.Corrupt:
+			a.Discard = LossCorrupt
+		case v.SessionGone:
+			a.Discard = LossExpired
+		}
+		if !safe() {
+			a.Refused = true
+			a.End, a.Why = GiveUp, join(v.Why, "not safe to repeat")
+			return a
+		}
+		if v.StaleConnection && !r.staleRetried {
+			// A pooled connection that died says nothing of the server; a
+			// restart can fail several at once. Sent again at once, on a
+			// new connection; paid from the budget, but not counted
+			// against the call's attempts. Once per call: a server that
+			// drops every answer must not double the attempts.
+			r.staleRetried = true
+			a.Budget = true
+			return a
+		}
+		if r.attempts++; r.attempts >= r.Max {
+			a.End, a.Why = GiveUp, v.Why
+			return a
+		}
+		// Before sending again, ask the session whether the server
+		// answers: a server that is down then fails the probe, the session
+		// goes to the reconnect loop, and the call waits for it on the
+		// backoff schedule instead of spending its attempts in
+		// milliseconds.
+		r.Revalidate = true
+		a.Budget = true
+		return a
+
+	case Broken:
+		return giveUp("the answer was not usable")
+	}
+	return Action{End: AsIs}
+}
+
+// join joins two parts of an error's why.
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// NextPause is the next pause of the call's backoff.
+func (r *Retries) NextPause() time.Duration {
+	if r.pauses == nil {
+		r.pauses = r.NewBackOff()
+	}
+	return r.pauses.NextBackOff()
+}
