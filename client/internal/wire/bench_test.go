@@ -16,38 +16,67 @@ import (
 // bare transport. The transport is in memory, so the difference is the
 // guard's alone.
 func BenchmarkGuard(b *testing.B) {
-	answer := func(size int) []byte {
-		return []byte(`{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", size) + `"}]}}`)
+	// The text of a tool's answer: plain, or JSON carried as text, where
+	// every quote of the JSON is escaped, and its line breaks too.
+	texts := map[string]func(size int) string{
+		"plain": func(size int) string { return strings.Repeat("a", size) },
+		// Text with escaped line breaks and no quote: each backslash far
+		// from the string's end.
+		"lines": func(size int) string { return strings.Repeat(`a line\n`, size/8+1)[:size] },
+		"jsontext": func(size int) string {
+			const item = `{\"id\":1234,\"name\":\"a name\",\"tags\":[\"x\",\"y\"],\"path\":\"C:\\\\dir\"},\n`
+			return strings.Repeat(item, size/len(item)+1)[:size]
+		},
 	}
-	for _, size := range []int{64, 1 << 20} {
-		for _, sse := range []bool{false, true} {
-			body, contentType := answer(size), "application/json"
-			if sse {
-				body, contentType = append(append([]byte("event: message\ndata: "), body...), "\n\n"...), "text/event-stream"
+	answer := func(text string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`)
+	}
+	for _, kind := range []string{"plain", "jsontext", "lines"} {
+		for _, size := range []int{64, 1 << 20} {
+			if kind != "plain" && size < 1<<20 {
+				continue
 			}
-			for _, guarded := range []bool{false, true} {
-				name := fmt.Sprintf("%s/answer=%dB/guarded=%v", map[bool]string{false: "json", true: "sse"}[sse], len(body), guarded)
-				b.Run(name, func(b *testing.B) {
-					var rt http.RoundTripper = &answering{contentType: contentType, body: body, chunk: 32 << 10}
-					if guarded {
-						rt = &Tracker{next: rt}
-					}
-					ctx := NewExchange().Bind(context.Background())
-					b.SetBytes(int64(len(body)))
-					b.ReportAllocs()
-					for b.Loop() {
-						req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/mcp", bytes.NewReader([]byte(callBody)))
-						resp, err := rt.RoundTrip(req)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-							b.Fatal(err)
-						}
-						resp.Body.Close()
-					}
-				})
+			text := texts[kind](size)
+			if kind != "plain" {
+				// Cut after a whole escape, so that the string ends where
+				// the answer says.
+				for strings.HasSuffix(text, `\`) {
+					text = text[:len(text)-1]
+				}
+			}
+			for _, sse := range []bool{false, true} {
+				body, contentType := answer(text), "application/json"
+				if sse {
+					body, contentType = append(append([]byte("event: message\ndata: "), body...), "\n\n"...), "text/event-stream"
+				}
+				benchGuard(b, kind, body, contentType, sse)
 			}
 		}
+	}
+}
+
+func benchGuard(b *testing.B, kind string, body []byte, contentType string, sse bool) {
+	for _, guarded := range []bool{false, true} {
+		name := fmt.Sprintf("%s/%s/answer=%dB/guarded=%v", kind, map[bool]string{false: "json", true: "sse"}[sse], len(body), guarded)
+		b.Run(name, func(b *testing.B) {
+			var rt http.RoundTripper = &answering{contentType: contentType, body: body, chunk: 32 << 10}
+			if guarded {
+				rt = &Tracker{next: rt}
+			}
+			ctx := NewExchange().Bind(context.Background())
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/mcp", bytes.NewReader([]byte(callBody)))
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
 	}
 }

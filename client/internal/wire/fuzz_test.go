@@ -50,6 +50,13 @@ var jsonSeeds = []string{
 	"{\"\xc4\xb1d\":8}",
 	"{\"\xe2\x84\xaad\":8}",
 	`{"id":8,"result":"\ud800"}`,
+	// Escapes the string scan must count: JSON carried as text, runs of
+	// backslashes before a quote, a quote after an escaped backslash.
+	`{"result":{"text":"{\"id\":8,\"a\":[\"x\"]}"},"id":8}`,
+	`{"result":{"t":"\\\\\"id\":7"},"id":8}`,
+	`{"result":{"t":"a\\"},"id":8}`,
+	`{"result":"\\\\\\","id":8}`,
+	`{"result":{"t":"\n\n\n\n\\\"\n"},"ID":8}`,
 }
 
 // FuzzGuardJSON holds the guard to mcp-go's decoding of a JSON answer: an

@@ -193,15 +193,19 @@ func (s *jsonScanner) write(p []byte) {
 				s.startValue(c)
 			}
 		case phString:
-			if !s.isID && !s.esc {
-				// Skip to the next quote or backslash: the bulk of an
+			if !s.isID {
+				// Skip to the quote that ends the string: the bulk of an
 				// answer is strings.
-				j := indexQuoteOrBackslash(p[i:])
+				j, esc := stringEnd(p[i:], s.esc)
 				if j < 0 {
+					s.esc = esc
 					return
 				}
 				i += j
-				c = p[i]
+				s.esc = false
+				s.endValue()
+				s.phase = phAfter
+				continue
 			}
 			s.capture(c)
 			switch {
@@ -253,20 +257,13 @@ func (s *jsonScanner) nested(p []byte, i int) int {
 	for ; i < len(p); i++ {
 		c := p[i]
 		if s.str {
-			if s.esc {
-				s.esc = false
-				continue
-			}
-			j := indexQuoteOrBackslash(p[i:])
+			j, esc := stringEnd(p[i:], s.esc)
 			if j < 0 {
+				s.esc = esc
 				return len(p) - 1
 			}
 			i += j
-			if p[i] == '\\' {
-				s.esc = true
-			} else {
-				s.str = false
-			}
+			s.str, s.esc = false, false
 			continue
 		}
 		switch c {
@@ -285,16 +282,45 @@ func (s *jsonScanner) nested(p []byte, i int) int {
 	return len(p) - 1
 }
 
-func indexQuoteOrBackslash(p []byte) int {
-	q := bytes.IndexByte(p, '"')
-	end := q
-	if q < 0 {
-		end = len(p)
+// stringEnd finds the quote that ends a JSON string in p, which begins
+// inside the string; escaped says p[0] is escaped (the bytes before p ended
+// in an unpaired backslash). It returns the quote's index, or -1 and
+// whether p ends in an unpaired backslash.
+//
+// It looks only for quotes, with IndexByte, and decides whether each is
+// escaped by the run of backslashes just before it: an odd run escapes it.
+// Every byte is looked at a bounded number of times, however the string
+// mixes escapes and quotes (JSON carried as text escapes every quote of
+// its own), so the scan is linear.
+func stringEnd(p []byte, escaped bool) (end int, escapedAfter bool) {
+	from := 0
+	if escaped {
+		if len(p) == 0 {
+			return -1, true
+		}
+		from = 1
 	}
-	if b := bytes.IndexByte(p[:end], '\\'); b >= 0 {
-		return b
+	for {
+		q := bytes.IndexByte(p[from:], '"')
+		if q < 0 {
+			return -1, oddBackslashes(p[from:])
+		}
+		q += from
+		if !oddBackslashes(p[from:q]) {
+			return q, false
+		}
+		from = q + 1
 	}
-	return q
+}
+
+// oddBackslashes reports whether p ends in an odd run of backslashes: the
+// last one escapes what follows p.
+func oddBackslashes(p []byte) bool {
+	n := 0
+	for i := len(p) - 1; i >= 0 && p[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // keyByte decodes the next byte of a key, unescaping as encoding/json does.

@@ -140,6 +140,34 @@ func TestGuardRefusesAnotherRequestsAnswer(t *testing.T) {
 	}
 }
 
+// The end of a string is found wherever the reads cut it: a backslash
+// that ends one read escapes the first byte of the next. Each answer hides
+// another request's id after strings full of escapes; every cut must still
+// find it, and never take an escaped quote for a string's end.
+func TestGuardFindsStringEndsAcrossReads(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":12,"result":{"text":"{\"id\":12,\"p\":\"C:\\\\d\"}"},"id":13}`,
+		`{"jsonrpc":"2.0","id":12,"result":"\\\\\"},\"id\":12,\"","id":13}`,
+		`{"jsonrpc":"2.0","id":12,"result":{"a":["\\","\\\"id\\\":12"]},"id":13}`,
+	} {
+		if !json.Valid([]byte(body)) {
+			t.Fatalf("not JSON: %s", body)
+		}
+		for chunk := 1; chunk <= len(body); chunk++ {
+			a := &answering{contentType: "application/json", body: []byte(body), chunk: chunk}
+			resp, err := post(t, &Tracker{next: a}, NewExchange().Bind(context.Background()), callBody)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if w := new(WrongAnswerError); !errors.As(err, &w) {
+				t.Fatalf("reads of %d bytes of %s: %v; want the answer refused", chunk, body, err)
+			}
+		}
+	}
+}
+
 // A body whose Content-Length is over the limit is refused before a byte of
 // it is read.
 func TestGuardRefusesADeclaredLengthUnread(t *testing.T) {
