@@ -36,6 +36,8 @@ type streamWatch struct {
 	session atomic.Pointer[session] // set once the session is made; nil before
 	opened  atomic.Bool             // the server accepted the stream once
 	fired   atomic.Bool             // the loss was reported
+	asking  atomic.Bool             // a refusal from the start is being checked with a probe
+	asked   atomic.Bool             // the probe found the session alive: the server does not offer the stream
 }
 
 // errEventStreamGone is the loss of a session whose event stream the
@@ -47,15 +49,25 @@ var errEventStreamGone = errors.New("the server no longer knows the session: its
 // the session (a restart, an expiry): the session is taken out of service
 // and a new one opened in the background, which restores the
 // subscriptions and opens its own stream, with no call made. A stream
-// refused from the start is a server that does not offer it (it should say
-// 405), and is left alone, so that no loop of new sessions follows.
+// refused from the start is either a server that does not offer it (it
+// should say 405; some say 404 or 400) or one that forgot the session
+// before the stream first went out (a restart between the session's
+// opening and its stream, or before a handler registered late opened it):
+// the session is asked once with a probe, and replaced only if the probe
+// says the server forgot it, so that no loop of new sessions follows.
 func (w *streamWatch) answered(status int) {
 	switch status {
 	case http.StatusOK:
 		w.opened.Store(true)
 	case http.StatusNotFound, http.StatusBadRequest:
 		s := w.session.Load()
-		if s == nil || !w.opened.Load() || !w.fired.CompareAndSwap(false, true) {
+		if s == nil || w.fired.Load() {
+			return
+		}
+		if !w.opened.Load() && !w.forgotten(s) {
+			return
+		}
+		if !w.fired.CompareAndSwap(false, true) {
 			return
 		}
 		err := fmt.Errorf("%w (%d)", errEventStreamGone, status)
@@ -63,6 +75,33 @@ func (w *streamWatch) answered(status int) {
 			w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "status", status)
 		}
 	}
+}
+
+// forgotten asks the server, with a probe of the session, whether it still
+// knows a session whose stream it refused from the start. The probe runs
+// on the stream's goroutine, which waits for it (bounded by the probe
+// timeout and Close) before it asks for the stream again; one at a time,
+// and never again once the server answered it: a server that knows the
+// session and refuses its stream costs one probe per session.
+func (w *streamWatch) forgotten(s *session) bool {
+	if w.asked.Load() || !w.asking.CompareAndSwap(false, true) {
+		return false
+	}
+	defer w.asking.Store(false)
+	ctx, cancel := context.WithTimeout(w.c.lifetime, w.c.opts.probeTimeout())
+	defer cancel()
+	err := w.c.checkSession(ctx, s)
+	var pe *probeError
+	switch {
+	case err == nil:
+		w.asked.Store(true)
+		return false
+	case errors.As(err, &pe) && pe.loss().kind == lossExpired:
+		return true
+	}
+	// Unreachable, busy, or an error that says nothing of the session:
+	// the next refusal asks again.
+	return false
 }
 
 // watchStream returns the context a session's event stream requests go out
