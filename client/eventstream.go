@@ -34,31 +34,72 @@ type streamWatch struct {
 	session atomic.Pointer[session] // set once the session is made; nil before
 	opened  atomic.Bool             // the server accepted the stream once
 	fired   atomic.Bool             // the loss was reported
+	asking  atomic.Bool             // a refusal from the start is being checked with a probe
+	asked   atomic.Bool             // the probe found the session alive: the server does not offer the stream
 }
 
 // errEventStreamGone is the loss of a session whose event stream the
 // server stopped knowing.
 var errEventStreamGone = errors.New("the server no longer knows the session: its event stream was refused")
 
-// Answered is told by the tracker of each answer to the stream's GET. When
-// the policy says the server lost the session (policy.StreamLost), the
-// session is taken out of service and a new one opened in the background,
-// which restores the subscriptions and opens its own stream, with no call
-// made.
+// Answered is told by the tracker of each answer to the stream's GET, and
+// carries out what the policy says a refusal means (policy.StreamRefused):
+// when the server lost the session, the session is taken out of service
+// and a new one opened in the background, which restores the
+// subscriptions and opens its own stream, with no call made; when the
+// stream was refused from the start, the session is asked once with a
+// probe, and replaced only if the probe says the server forgot it, so that
+// no loop of new sessions follows.
 func (w *streamWatch) Answered(status int) {
-	switch {
-	case policy.StreamOpened(status):
+	if policy.StreamOpened(status) {
 		w.opened.Store(true)
-	case policy.StreamLost(status, w.opened.Load()):
-		s := w.session.Load()
-		if s == nil || !w.fired.CompareAndSwap(false, true) {
-			return
-		}
-		err := fmt.Errorf("%w (%d)", errEventStreamGone, status)
-		if w.c.pool.DiscardValue(s, &lostError{kind: policy.LossExpired, err: err}) {
-			w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "status", status)
-		}
+		return
 	}
+	refusal := policy.StreamRefused(status, w.opened.Load())
+	if refusal == policy.StreamServed {
+		return
+	}
+	s := w.session.Load()
+	if s == nil || w.fired.Load() {
+		return
+	}
+	if refusal == policy.StreamAskSession && !w.forgotten(s) {
+		return
+	}
+	if !w.fired.CompareAndSwap(false, true) {
+		return
+	}
+	err := fmt.Errorf("%w (%d)", errEventStreamGone, status)
+	if w.c.pool.DiscardValue(s, &lostError{kind: policy.LossExpired, err: err}) {
+		w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "status", status)
+	}
+}
+
+// forgotten asks the server, with a probe of the session, whether it still
+// knows a session whose stream it refused from the start. The probe runs
+// on the stream's goroutine, which waits for it (bounded by the probe
+// timeout and Close) before it asks for the stream again; one at a time,
+// and never again once the server answered it: a server that knows the
+// session and refuses its stream costs one probe per session.
+func (w *streamWatch) forgotten(s *session) bool {
+	if w.asked.Load() || !w.asking.CompareAndSwap(false, true) {
+		return false
+	}
+	defer w.asking.Store(false)
+	ctx, cancel := context.WithTimeout(w.c.lifetime, w.c.opts.probeTimeout())
+	defer cancel()
+	err := w.c.checkSession(ctx, s)
+	var pe *probeError
+	switch {
+	case err == nil:
+		w.asked.Store(true)
+		return false
+	case errors.As(err, &pe) && policy.ProbeLoss(pe.verdict) == policy.LossExpired:
+		return true
+	}
+	// Unreachable, busy, or an error that says nothing of the session:
+	// the next refusal asks again.
+	return false
 }
 
 // watchStream returns the context a session's event stream requests go out
