@@ -47,6 +47,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	for {
 		lease, err := c.pool.Acquire(ctx)
 		if err != nil {
+			r.CtxErr = ctx.Err()
 			return c.acquireFailed(&r, err)
 		}
 		s := lease.Value()
@@ -126,7 +127,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *session, err error, deadline time.Time) error {
 	switch {
 	case ctx.Err() != nil:
-		r.Revalidate = false
+		r.Revalidate, r.CtxErr = false, ctx.Err()
 		return r.fail("no session answered before the deadline", err, ctx.Err())
 	case c.closed.Load():
 		return r.closed(nil)
@@ -204,7 +205,20 @@ func (r *retries) fail(why string, cause error, also ...error) error {
 	if r.MayHaveRun {
 		kind = ErrOutcomeUnknown
 	}
-	return &callError{kind: kind, method: r.method, why: why, sends: r.Sends, also: also, cause: cause}
+	return &callError{kind: kind, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
+}
+
+// notTheCallers keeps a context's error out of a call's error chain when
+// the caller's context did not end: the client's own contexts end too (a
+// session closed under a stream's resumption, a probe's timeout), and a
+// caller that checks errors.Is(err, context.Canceled) must not be told it
+// cancelled. The message stays.
+func notTheCallers(ctxErr, cause error) error {
+	if ctxErr != nil || cause == nil ||
+		!errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return errors.New(cause.Error())
 }
 
 // closed is the error of a call Close interrupted.
@@ -212,7 +226,7 @@ func (r *retries) closed(cause error) error {
 	if !r.MayHaveRun && cause == nil {
 		return ErrClosed
 	}
-	e := &callError{closed: true, method: r.method, sends: r.Sends, cause: cause}
+	e := &callError{closed: true, method: r.method, sends: r.Sends, cause: notTheCallers(r.CtxErr, cause)}
 	if r.MayHaveRun {
 		e.kind = ErrOutcomeUnknown
 	}
