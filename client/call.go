@@ -20,8 +20,9 @@ import (
 // method is safe to repeat, and a tool's safety is asked only when an
 // attempt's outcome is unknown.
 func (c *ResilientClient) do(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
+	ctx = c.obs.startCall(ctx, method, tool)
 	if c.closed.Load() {
-		return ErrClosed
+		return c.obs.endCall(ctx, ErrClosed)
 	}
 	c.stats.calls.Add(1)
 	c.stats.inFlight.Add(1)
@@ -31,12 +32,13 @@ func (c *ResilientClient) do(ctx context.Context, method, tool string, send func
 	if err != nil {
 		c.stats.record(err)
 	}
-	return err
+	return c.obs.endCall(ctx, err)
 }
 
 // run is do without the call's accounting, for requests the client makes
 // itself (listing tools to decide a replay).
 func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
+	ct := c.obs.callOf(ctx)
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -59,9 +61,10 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		r.revalidate = false
 		ex.reset()
-		err = send(ctx, s)
+		err = send(ct.attempt(ctx, s), s)
 		lease.Release()
 		if err == nil {
+			ct.attempted(nil, false)
 			s.health().Touch()
 			s.markServed()
 			return nil
@@ -76,6 +79,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		if v.cause != nil {
 			err = v.cause
 		}
+		ct.attempted(err, v.corrupt)
 		if c.closed.Load() {
 			// Close closed the session under the call.
 			r.mayHaveRun = r.mayHaveRun || v.sent || v.mayHaveRun()
@@ -92,6 +96,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			c.httpClient.CloseIdleConnections()
 		}
 		if a.refused {
+			ct.replayRefused()
 			c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
 		}
 		if a.err != nil {
@@ -99,6 +104,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		if a.reconnect {
 			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
+			ct.retry(false, false, a.discard)
 			continue
 		}
 		if a.budget && !c.budget.TryWithdraw() {
@@ -108,6 +114,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			c.stats.replays.Add(1)
 		}
 		c.stats.retries.Add(1)
+		ct.retry(a.replay, v.mayHaveRun(), a.discard)
 		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.sends+1, "class", v.class, "err", describe(err), "pause", a.pause)
 		if a.pause > 0 && a.pause != backoff.Stop {
 			switch wait.Sleep(ctx, a.pause, c.lifetime.Done()) {
