@@ -138,6 +138,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(c.lifetime, o.callTimeout)
+	c.obs.share(c.deadlines)
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{

@@ -23,11 +23,15 @@ import (
 // no interface for observation. Each hook into the call path is one line
 // taking plain values, so that the path can change around it.
 //
-// An observers is immutable once made, and safe for concurrent use.
+// An observers is immutable once New has made it, and safe for concurrent
+// use.
 type observers struct {
 	list   []Observer
 	meta   []MetaPropagator // those of list that carry context in _meta
 	server Server           // the endpoint, as every CallInfo and event has it
+	// deadlines are the client's, for calls made with a bare context: see
+	// start.
+	deadlines *sharedDeadlines
 }
 
 func newObservers(list []Observer, endpoint *url.URL) *observers {
@@ -48,6 +52,13 @@ func newObservers(list []Observer, endpoint *url.URL) *observers {
 		}
 	}
 	return o
+}
+
+// share sets the client's shared deadlines, once New has made them.
+func (o *observers) share(d *sharedDeadlines) {
+	if o != nil {
+		o.deadlines = d
+	}
 }
 
 func (o *observers) event(ev Event) {
@@ -129,6 +140,13 @@ func (o *observers) startCall(ctx context.Context, method, tool string) context.
 }
 
 func (o *observers) start(ctx context.Context, method, tool string) context.Context {
+	if (ctx == context.Background() || ctx == context.TODO()) && o.deadlines != nil {
+		// The deadline callContext would give the call, given here: once
+		// wrapped in the observers' contexts, a bare context is no longer
+		// seen as one, and each call would get a context and a timer of
+		// its own (see sharedDeadlines).
+		ctx = o.deadlines.get()
+	}
 	info := CallInfo{Method: method, Tool: tool, Server: o.server}
 	if a, ok := ctx.Value(aboutKey{}).(about); ok {
 		info.Prompt, info.ResourceURI = a.prompt, a.uri

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 )
 
 // observedTransport is the RoundTripper of a client with observers,
@@ -48,7 +49,11 @@ func (t *observedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // inject returns req carrying what the MetaPropagators set, or req itself
 // when they set nothing or its body is not a message that can carry it.
 func (t *observedTransport) inject(req *http.Request, ct *callTrace) *http.Request {
-	meta := make(map[string]string, 3)
+	meta := metaMaps.Get().(map[string]string)
+	defer func() {
+		clear(meta)
+		metaMaps.Put(meta)
+	}()
 	for _, mp := range t.o.meta {
 		mp.InjectMeta(req.Context(), meta)
 	}
@@ -82,6 +87,10 @@ func (t *observedTransport) inject(req *http.Request, ct *callTrace) *http.Reque
 	return r
 }
 
+// metaMaps are the maps MetaPropagators fill, one per request: most
+// requests, without a trace to carry, leave theirs empty.
+var metaMaps = sync.Pool{New: func() any { return make(map[string]string, 3) }}
+
 func (t *observedTransport) CloseIdleConnections() {
 	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
@@ -96,13 +105,16 @@ func (t *observedTransport) CloseIdleConnections() {
 // batch, a response, params that are an array, a _meta that is not an
 // object), or that gains nothing.
 func withMeta(body []byte, meta map[string]string) (out []byte, id string) {
+	if !json.Valid(body) {
+		return nil, ""
+	}
 	top, ok := members(body)
 	if !ok {
 		return nil, ""
 	}
 	var method, params *member
 	for i := range top {
-		switch m := &top[i]; m.key {
+		switch m := &top[i]; string(m.key) {
 		case "method":
 			method = m
 		case "params":
@@ -133,7 +145,8 @@ func withMeta(body []byte, meta map[string]string) (out []byte, id string) {
 	case body[params.start] == '{':
 		obj := body[params.start:params.end]
 		ps, _ := members(obj)
-		i := slices.IndexFunc(ps, func(m member) bool { return m.key == "_meta" })
+		// The last: a decoder takes the last of duplicate keys.
+		i := lastIndex(ps, "_meta")
 		switch {
 		case i < 0:
 			from = params.start + 1
@@ -158,7 +171,7 @@ func withMeta(body []byte, meta map[string]string) (out []byte, id string) {
 	}
 	var entries []byte
 	for _, k := range sortedKeys(meta) {
-		if slices.ContainsFunc(have, func(m member) bool { return m.key == k }) {
+		if slices.ContainsFunc(have, func(m member) bool { return string(m.key) == k }) {
 			continue // the request's own
 		}
 		if len(entries) > 0 {
@@ -177,41 +190,126 @@ func withMeta(body []byte, meta map[string]string) (out []byte, id string) {
 	return append(out, body[to:]...), id
 }
 
-// member is one member of a JSON object: its key, and where its value lies
-// in the object's bytes.
+// member is one member of a JSON object: its key as written between the
+// quotes (members refuses keys with escapes, which mcp-go never writes),
+// and where its value lies in the object's bytes.
 type member struct {
-	key        string
+	key        []byte
 	start, end int
 }
 
-// members lists the members of the JSON object obj (its bytes from its
-// '{' to its '}', with no other value after it). ok is false if obj is not
-// one well-formed object.
+// members lists the members of the JSON object obj, with only whitespace
+// around it; ok is false if obj is not one. obj must be valid JSON
+// (json.Valid): the scan only finds where things are, and checks no more
+// than it needs to, without encoding/json's allocations.
 func members(obj []byte) (ms []member, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
 		return nil, false
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil, skipSpace(obj, i+1) == len(obj)
+	}
+	for i < len(obj) && obj[i] == '"' {
+		keyEnd := skipString(obj, i)
+		if keyEnd < 0 {
 			return nil, false
 		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		key := obj[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, false // a key spelled with escapes: left to a real decoder
+		}
+		i = skipSpace(obj, keyEnd)
+		if i >= len(obj) || obj[i] != ':' {
 			return nil, false
 		}
-		end := int(dec.InputOffset())
-		ms = append(ms, member{key: key, start: end - len(raw), end: end})
+		start := skipSpace(obj, i+1)
+		end := skipValue(obj, start)
+		if end < 0 {
+			return nil, false
+		}
+		ms = append(ms, member{key: key, start: start, end: end})
+		i = skipSpace(obj, end)
+		switch {
+		case i < len(obj) && obj[i] == ',':
+			i = skipSpace(obj, i+1)
+		case i < len(obj) && obj[i] == '}':
+			return ms, skipSpace(obj, i+1) == len(obj)
+		default:
+			return nil, false
+		}
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, false
+	return nil, false
+}
+
+// lastIndex is the index of the last member with key, -1 if none.
+func lastIndex(ms []member, key string) int {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if string(ms[i].key) == key {
+			return i
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false // something after the object
+	return -1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	return ms, true
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] ('"'),
+// or -1.
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index after the value that starts at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := skipString(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i // a number, true, false, null
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // scalar is a JSON-RPC id as text: a number as written, a string

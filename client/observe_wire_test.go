@@ -2,6 +2,8 @@ package client
 
 import (
 	"encoding/json"
+	"maps"
+	"reflect"
 	"testing"
 )
 
@@ -32,6 +34,11 @@ func TestWithMeta(t *testing.T) {
 		{"positional", `{"jsonrpc":"2.0","id":8,"method":"m","params":[1]}`, "", "8"},
 		{"meta not an object", `{"jsonrpc":"2.0","id":9,"method":"m","params":{"_meta":"x"}}`, "", "9"},
 		{"all its own", `{"jsonrpc":"2.0","id":10,"method":"m","params":{"_meta":{"traceparent":"a","baggage":"b"}}}`, "", "10"},
+		{"strings that look like structure", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"a}\"{,","arguments":{"x":[1,{"y":"]\\"}],"_meta":"no"}}}`,
+			`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"baggage":"k=v","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},"name":"a}\"{,","arguments":{"x":[1,{"y":"]\\"}],"_meta":"no"}}}`, "12"},
+		{"duplicate meta", `{"jsonrpc":"2.0","id":13,"method":"m","params":{"_meta":"x","_meta":{}}}`,
+			`{"jsonrpc":"2.0","id":13,"method":"m","params":{"_meta":"x","_meta":{"baggage":"k=v","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`, "13"},
+		{"escaped key", `{"jsonrpc":"2.0","id":14,"method":"m","par\u0061ms":{}}`, "", ""},
 		{"garbage", `{"jsonrpc":`, "", ""},
 		{"trailing", `{"jsonrpc":"2.0","id":11,"method":"m"} {}`, "", ""},
 	} {
@@ -45,4 +52,48 @@ func TestWithMeta(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzWithMeta: whatever the body, withMeta does not panic, and what it
+// returns is the same message with the entries in params._meta, and those
+// the message had there kept.
+func FuzzWithMeta(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"}{"},"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}`,
+		`{"jsonrpc":"2.0","id":"x","method":"m","params":{}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	meta := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "a=b"}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, _ := withMeta(body, meta)
+		if out == nil {
+			return
+		}
+		var in, got map[string]any
+		if err := json.Unmarshal(body, &in); err != nil {
+			t.Fatalf("rewrote a body that is not an object: %q", body)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("withMeta(%q) = %q: %v", body, out, err)
+		}
+		params, _ := in["params"].(map[string]any)
+		if params == nil {
+			params = map[string]any{}
+		}
+		own, _ := params["_meta"].(map[string]any)
+		want := map[string]any{}
+		for k, v := range meta {
+			want[k] = v
+		}
+		maps.Copy(want, own)
+		params = maps.Clone(params)
+		params["_meta"] = want
+		in["params"] = params
+		if !reflect.DeepEqual(got, in) {
+			t.Fatalf("withMeta(%q)\n= %q\nwant the same message with _meta %v", body, out, want)
+		}
+	})
 }

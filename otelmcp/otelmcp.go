@@ -251,18 +251,31 @@ func (a *attempt) Value(key any) any {
 
 // StartCall starts the call's CLIENT span.
 func (o *observer) StartCall(ctx context.Context, info client.CallInfo) context.Context {
-	c := &call{start: time.Now(), info: info}
+	start := time.Now()
 	name := info.Method
 	if target := targetOf(info); target != "" {
 		name += " " + target
 	}
-	ctx, c.span = o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
-	if c.span.IsRecording() {
-		c.span.SetAttributes(callAttributes(info)...)
+	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.SpanContext().IsValid() && !o.metering(ctx) {
+		// A no-op tracer (an SDK gives every span a valid context, sampled
+		// or not) and no metrics: nothing to follow the call for.
+		return ctx
 	}
-	c.Context = ctx
-	return c
+	if span.IsRecording() {
+		span.SetAttributes(callAttributes(info)...)
+	}
+	return &call{Context: ctx, span: span, start: start, info: info}
 }
+
+// metering reports whether any instrument a call records to is enabled.
+func (o *observer) metering(ctx context.Context) bool {
+	return o.operation.Enabled(ctx) || o.attempts.Enabled(ctx) || o.refusedAnswers.Enabled(ctx) || o.refusedReplays.Enabled(ctx)
+}
+
+// tracing reports whether the call's attempts get spans: not under a
+// no-op tracer.
+func (c *call) tracing() bool { return c.span.SpanContext().IsValid() }
 
 func targetOf(info client.CallInfo) string {
 	if info.Tool != "" {
@@ -300,6 +313,17 @@ func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) co
 		return ctx
 	}
 	c.session, c.protocol, c.requestID = info.Session, info.ProtocolVersion, ""
+	if o.attempts.Enabled(ctx) {
+		o.attempts.Add(ctx, 1, metric.WithAttributes(
+			semconv.McpMethodNameKey.String(c.info.Method),
+			AttemptReasonKey.String(info.Reason.String()),
+			semconv.ServerAddressKey.String(c.info.Server.Address),
+			semconv.ServerPortKey.Int(c.info.Server.Port),
+		))
+	}
+	if !c.tracing() {
+		return ctx
+	}
 	// A resend after a 401 starts from the context of the attempt it
 	// replaces: its parent is the call, not that attempt.
 	parent := ctx
@@ -321,26 +345,20 @@ func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) co
 			span.SetAttributes(semconv.McpSessionIDKey.String(info.Session))
 		}
 	}
-	if o.attempts.Enabled(ctx) {
-		o.attempts.Add(ctx, 1, metric.WithAttributes(
-			semconv.McpMethodNameKey.String(c.info.Method),
-			AttemptReasonKey.String(info.Reason.String()),
-			semconv.ServerAddressKey.String(c.info.Server.Address),
-			semconv.ServerPortKey.Int(c.info.Server.Port),
-		))
-	}
 	return &attempt{Context: ctx, span: span, call: c}
 }
 
 // EndAttempt ends the attempt's span.
 func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
+	var c *call
 	a, _ := ctx.Value(attemptKey{}).(*attempt)
-	if a == nil {
+	if a != nil {
+		c = a.call
+	} else if c, _ = ctx.Value(callKey{}).(*call); c == nil {
 		return
 	}
-	c := a.call
 	c.requestID, c.network = end.RequestID, end.NetworkProtocolVersion
-	if a.span.IsRecording() {
+	if a != nil && a.span.IsRecording() {
 		if end.RequestID != "" {
 			a.span.SetAttributes(semconv.JSONRPCRequestIDKey.String(end.RequestID))
 		}
@@ -349,7 +367,9 @@ func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
 			a.span.SetStatus(codes.Error, end.Err.Error())
 		}
 	}
-	a.span.End()
+	if a != nil {
+		a.span.End()
+	}
 	refusal := ""
 	switch end.ErrorType {
 	case "wrong_answer":
