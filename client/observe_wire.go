@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
-	"sync"
 )
 
 // observedTransport is the RoundTripper of a client with observers,
@@ -23,9 +23,11 @@ type observedTransport struct {
 	o    *observers
 }
 
-// wrap puts next beneath an observedTransport, if there are observers.
+// wrap puts next beneath an observedTransport, if there are
+// MetaPropagators: other observers are not told the HTTP version
+// (AttemptEnd.NetworkProtocolVersion), and their calls pay for no layer.
 func (o *observers) wrap(next http.RoundTripper) http.RoundTripper {
-	if o == nil {
+	if o == nil || len(o.meta) == 0 {
 		return next
 	}
 	return &observedTransport{next: next, o: o}
@@ -36,7 +38,7 @@ func (t *observedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if ct == nil {
 		return t.next.RoundTrip(req)
 	}
-	if req.Method == http.MethodPost && len(t.o.meta) > 0 {
+	if req.Method == http.MethodPost {
 		req = t.inject(req, ct)
 	}
 	resp, err := t.next.RoundTrip(req)
@@ -49,13 +51,16 @@ func (t *observedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 // inject returns req carrying what the MetaPropagators set, or req itself
 // when they set nothing or its body is not a message that can carry it.
 func (t *observedTransport) inject(req *http.Request, ct *callTrace) *http.Request {
-	meta := metaMaps.Get().(map[string]string)
-	defer func() {
-		clear(meta)
-		metaMaps.Put(meta)
-	}()
+	var meta map[string]string
 	for _, mp := range t.o.meta {
-		mp.InjectMeta(req.Context(), meta)
+		switch m := mp.InjectMeta(req.Context()); {
+		case len(m) == 0:
+		case meta == nil:
+			meta = m
+		default:
+			meta = maps.Clone(meta) // not the first one's to change
+			maps.Copy(meta, m)
+		}
 	}
 	if len(meta) == 0 || req.GetBody == nil {
 		return req
@@ -86,10 +91,6 @@ func (t *observedTransport) inject(req *http.Request, ct *callTrace) *http.Reque
 	r.ContentLength = int64(len(out))
 	return r
 }
-
-// metaMaps are the maps MetaPropagators fill, one per request: most
-// requests, without a trace to carry, leave theirs empty.
-var metaMaps = sync.Pool{New: func() any { return make(map[string]string, 3) }}
 
 func (t *observedTransport) CloseIdleConnections() {
 	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {

@@ -75,16 +75,18 @@ type Observer interface {
 // the params._meta of every JSON-RPC request and notification an attempt
 // sends (SEP-414: traceparent, tracestate, baggage), so that the server's
 // spans join the caller's trace. InjectMeta is called for each, with the
-// context the request goes out under (the attempt's), and sets the entries
-// to add in meta. An entry the request's _meta already has is kept as the
-// request has it. When no MetaPropagator sets anything, the request goes
-// out untouched.
+// context the request goes out under (the attempt's), and returns the
+// entries to add, nil if none; the client does not keep the map. An entry
+// the request's _meta already has is kept as the request has it. When no
+// MetaPropagator returns anything, the request goes out untouched.
 //
 // A request is rewritten only if some entry is to be added: that costs a
-// pass over its JSON and a copy of its body.
+// pass over its JSON and a copy of its body. Most requests of a program
+// that traces nothing have nothing to add: InjectMeta should find that out
+// without allocating.
 type MetaPropagator interface {
 	Observer
-	InjectMeta(ctx context.Context, meta map[string]string)
+	InjectMeta(ctx context.Context) map[string]string
 }
 
 // CallInfo is what a call is: StartCall's argument. A plain value.
@@ -216,7 +218,9 @@ type AttemptEnd struct {
 	// otherwise.
 	RequestID string
 	// NetworkProtocolVersion is the HTTP version of the attempt's last
-	// response ("1.1", "2"), "" if none came.
+	// response ("1.1", "2"), "" if none came, or if no observer of the
+	// client is a MetaPropagator (only they put a layer under the HTTP
+	// client, and only then do calls pay for it).
 	NetworkProtocolVersion string
 }
 

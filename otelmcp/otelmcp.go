@@ -70,8 +70,11 @@
 //     sessions by resilientmcp.session.state (Connecting, Ready, Degraded,
 //     Reconnecting).
 //
-// With OpenTelemetry's no-op providers (the default until an SDK is
-// installed) the observer costs a call about 1 % (BENCHMARKS.md).
+// Given OpenTelemetry's no-op providers (trace/noop, metric/noop) the
+// observer asks them nothing and costs a call about 1 %; on the global
+// providers with no SDK installed, 2-4 % (it cannot know that none will be
+// installed later); with the SDK recording everything, about 50 µs of a
+// loopback call (BENCHMARKS.md).
 package otelmcp
 
 import (
@@ -81,12 +84,15 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/resilientmcp/resilientmcp/client"
 )
@@ -139,8 +145,9 @@ var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30
 // NewObserver returns an observer that records traces and metrics of every
 // client it is given to (client.WithObserver); one may serve any number of
 // clients. It also carries the trace context in each request's
-// params._meta (it is a client.MetaPropagator). It is safe for concurrent
-// use.
+// params._meta (it is a client.MetaPropagator), unless its TracerProvider
+// is OpenTelemetry's no-op one (trace/noop): nothing is traced then, and
+// nothing carried. It is safe for concurrent use.
 func NewObserver(opts ...Option) client.Observer {
 	var c config
 	for _, opt := range opts {
@@ -158,8 +165,11 @@ func NewObserver(opts ...Option) client.Observer {
 		c.prop = otel.GetTextMapPropagator()
 	}
 	o := &observer{
-		tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
-		prop:   c.prop,
+		tracer:  c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		prop:    c.prop,
+		client:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
+		tracing: !isNoop(c.tp),
+		metered: !isNoop(c.mp),
 	}
 	m := c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
 	// An instrument that cannot be made is a no-op one (the API returns
@@ -194,13 +204,51 @@ func NewObserver(opts ...Option) client.Observer {
 	if err != nil {
 		otel.Handle(err)
 	}
+	if !o.tracing {
+		// Nothing traced, nothing to carry in _meta: an observer that is
+		// not a MetaPropagator spares every request the client's layer
+		// that asks.
+		return untraced{o}
+	}
 	return o
+}
+
+// untraced is the observer of a no-op TracerProvider: the same, without
+// InjectMeta.
+type untraced struct{ o *observer }
+
+func (u untraced) StartCall(ctx context.Context, info client.CallInfo) context.Context {
+	return u.o.StartCall(ctx, info)
+}
+
+func (u untraced) StartAttempt(ctx context.Context, info client.AttemptInfo) context.Context {
+	return u.o.StartAttempt(ctx, info)
+}
+
+func (u untraced) EndAttempt(ctx context.Context, end client.AttemptEnd) { u.o.EndAttempt(ctx, end) }
+func (u untraced) EndCall(ctx context.Context, end client.CallEnd)       { u.o.EndCall(ctx, end) }
+func (u untraced) HandleEvent(server client.Server, ev client.Event)     { u.o.HandleEvent(server, ev) }
+
+// isNoop reports whether p is one of OpenTelemetry's no-op providers.
+func isNoop(p any) bool {
+	switch p.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider, metricnoop.MeterProvider, *metricnoop.MeterProvider:
+		return true
+	}
+	return false
 }
 
 // observer is NewObserver's: immutable once made.
 type observer struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
+	client []trace.SpanStartOption // a call span's, made once rather than per call
+	// tracing and metered are false for OpenTelemetry's no-op providers,
+	// which are then not asked anything: even a no-op span costs a
+	// context and two allocations, and code that runs once per call runs
+	// from cold caches (BENCHMARKS.md). The global providers, no-op until
+	// an SDK is installed, are asked: they may get one at any time.
+	tracing, metered bool
 
 	operation mcpconv.ClientOperationDuration
 	session   mcpconv.ClientSessionDuration
@@ -224,13 +272,28 @@ type call struct {
 	session, protocol, requestID, network string
 }
 
-type callKey struct{}
+// stateKey finds the state of the call, or of the attempt, a context
+// belongs to: one key, so that each method finds it in one walk up the
+// context.
+type stateKey struct{}
 
 func (c *call) Value(key any) any {
-	if key == (callKey{}) {
+	if key == (stateKey{}) {
 		return c
 	}
 	return c.Context.Value(key)
+}
+
+// callOf is the call ctx belongs to, and its attempt if it is an
+// attempt's context; nil if the call is not followed.
+func callOf(ctx context.Context) (*call, *attempt) {
+	switch s := ctx.Value(stateKey{}).(type) {
+	case *call:
+		return s, nil
+	case *attempt:
+		return s.call, s
+	}
+	return nil, nil
 }
 
 // attempt is one attempt's state and context, as call is.
@@ -240,10 +303,8 @@ type attempt struct {
 	call *call
 }
 
-type attemptKey struct{}
-
 func (a *attempt) Value(key any) any {
-	if key == (attemptKey{}) {
+	if key == (stateKey{}) {
 		return a
 	}
 	return a.Context.Value(key)
@@ -251,12 +312,18 @@ func (a *attempt) Value(key any) any {
 
 // StartCall starts the call's CLIENT span.
 func (o *observer) StartCall(ctx context.Context, info client.CallInfo) context.Context {
-	start := time.Now()
-	name := info.Method
-	if target := targetOf(info); target != "" {
-		name += " " + target
+	if !o.tracing && !o.metered {
+		return ctx
 	}
-	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	start := time.Now()
+	span := trace.SpanFromContext(context.Background()) // a no-op one, not allocated
+	if o.tracing {
+		name := info.Method
+		if target := targetOf(info); target != "" {
+			name += " " + target
+		}
+		ctx, span = o.tracer.Start(ctx, name, o.client...)
+	}
 	if !span.SpanContext().IsValid() && !o.metering(ctx) {
 		// A no-op tracer (an SDK gives every span a valid context, sampled
 		// or not) and no metrics: nothing to follow the call for.
@@ -270,7 +337,7 @@ func (o *observer) StartCall(ctx context.Context, info client.CallInfo) context.
 
 // metering reports whether any instrument a call records to is enabled.
 func (o *observer) metering(ctx context.Context) bool {
-	return o.operation.Enabled(ctx) || o.attempts.Enabled(ctx) || o.refusedAnswers.Enabled(ctx) || o.refusedReplays.Enabled(ctx)
+	return o.metered && (o.operation.Enabled(ctx) || o.attempts.Enabled(ctx) || o.refusedAnswers.Enabled(ctx) || o.refusedReplays.Enabled(ctx))
 }
 
 // tracing reports whether the call's attempts get spans: not under a
@@ -308,12 +375,15 @@ func callAttributes(info client.CallInfo) []attribute.KeyValue {
 // StartAttempt starts the attempt's span under the call's, after a span of
 // the wait for a new session if the call waited for one.
 func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) context.Context {
-	c, _ := ctx.Value(callKey{}).(*call)
+	if !o.tracing && !o.metered {
+		return ctx
+	}
+	c, _ := callOf(ctx)
 	if c == nil {
 		return ctx
 	}
 	c.session, c.protocol, c.requestID = info.Session, info.ProtocolVersion, ""
-	if o.attempts.Enabled(ctx) {
+	if o.metered && o.attempts.Enabled(ctx) {
 		o.attempts.Add(ctx, 1, metric.WithAttributes(
 			semconv.McpMethodNameKey.String(c.info.Method),
 			AttemptReasonKey.String(info.Reason.String()),
@@ -350,11 +420,11 @@ func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) co
 
 // EndAttempt ends the attempt's span.
 func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
-	var c *call
-	a, _ := ctx.Value(attemptKey{}).(*attempt)
-	if a != nil {
-		c = a.call
-	} else if c, _ = ctx.Value(callKey{}).(*call); c == nil {
+	if !o.tracing && !o.metered {
+		return
+	}
+	c, a := callOf(ctx)
+	if c == nil {
 		return
 	}
 	c.requestID, c.network = end.RequestID, end.NetworkProtocolVersion
@@ -377,7 +447,7 @@ func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
 	case "response_too_large":
 		refusal = "too_large"
 	}
-	if refusal != "" && o.refusedAnswers.Enabled(ctx) {
+	if refusal != "" && o.metered && o.refusedAnswers.Enabled(ctx) {
 		o.refusedAnswers.Add(ctx, 1, metric.WithAttributes(AnswerRefusalKey.String(refusal),
 			semconv.ServerAddressKey.String(c.info.Server.Address), semconv.ServerPortKey.Int(c.info.Server.Port)))
 	}
@@ -385,7 +455,10 @@ func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
 
 // EndCall ends the call's span and records its duration.
 func (o *observer) EndCall(ctx context.Context, end client.CallEnd) {
-	c, _ := ctx.Value(callKey{}).(*call)
+	if !o.tracing && !o.metered {
+		return
+	}
+	c, _ := callOf(ctx)
 	if c == nil {
 		return
 	}
@@ -419,7 +492,7 @@ func (o *observer) EndCall(ctx context.Context, end client.CallEnd) {
 		c.span.SetAttributes(attrs...)
 	}
 	c.span.End()
-	if o.operation.Enabled(ctx) {
+	if o.metered && o.operation.Enabled(ctx) {
 		attrs := make([]attribute.KeyValue, 0, 12)
 		attrs = append(attrs,
 			semconv.ServerAddressKey.String(c.info.Server.Address),
@@ -447,7 +520,7 @@ func (o *observer) EndCall(ctx context.Context, end client.CallEnd) {
 		}
 		o.operation.Record(ctx, elapsed.Seconds(), mcpconv.MethodNameAttr(c.info.Method), attrs...)
 	}
-	if end.ReplayRefused && o.refusedReplays.Enabled(ctx) {
+	if end.ReplayRefused && o.metered && o.refusedReplays.Enabled(ctx) {
 		attrs := []attribute.KeyValue{
 			semconv.McpMethodNameKey.String(c.info.Method),
 			semconv.ServerAddressKey.String(c.info.Server.Address),
@@ -460,9 +533,17 @@ func (o *observer) EndCall(ctx context.Context, end client.CallEnd) {
 	}
 }
 
-// InjectMeta puts the attempt's trace context in the request's _meta.
-func (o *observer) InjectMeta(ctx context.Context, meta map[string]string) {
+// InjectMeta is the attempt's trace context and baggage, by the
+// propagators, for the request's _meta: nil, without asking them, when
+// ctx has neither a valid span context nor baggage (no SDK is installed),
+// so that a program that traces nothing pays no map per request.
+func (o *observer) InjectMeta(ctx context.Context) map[string]string {
+	if !trace.SpanContextFromContext(ctx).IsValid() && baggage.FromContext(ctx).Len() == 0 {
+		return nil
+	}
+	meta := make(map[string]string, 3)
 	o.prop.Inject(ctx, propagation.MapCarrier(meta))
+	return meta
 }
 
 // HandleEvent counts what happens outside calls, and records the duration
