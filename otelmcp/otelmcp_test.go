@@ -9,9 +9,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/hostile"
@@ -413,5 +415,40 @@ func TestUnauthorizedResendIsAnAttempt(t *testing.T) {
 	}
 	if got := tm.count("resilientmcp.client.attempts", otelmcp.AttemptReasonKey.String("unauthorized")); got != 1 {
 		t.Errorf("%d attempts after a 401, want 1", got)
+	}
+}
+
+// On OpenTelemetry's no-op providers the observer records nothing, carries
+// nothing to the server, and is not a MetaPropagator (so the client puts
+// no layer under its HTTP client); calls through a restart work as ever.
+func TestNoopProvidersAreAskedNothing(t *testing.T) {
+	obs := otelmcp.NewObserver(otelmcp.WithTracerProvider(tracenoop.NewTracerProvider()), otelmcp.WithMeterProvider(metricnoop.NewMeterProvider()))
+	if _, ok := obs.(client.MetaPropagator); ok {
+		t.Error("an observer on the no-op tracer is a MetaPropagator")
+	}
+	srv := startServer(t, testserver.Config{Era: testserver.SessionEra})
+	c, err := client.New(srv.URL(), client.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := testCtx(t)
+	for i := range 2 {
+		if _, err := c.CallTool(ctx, toolRequest("echo", map[string]any{"text": "a"})); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := c.Stats().Reinitializations; got != 1 {
+		t.Errorf("%d re-initializations, want 1", got)
+	}
+	for _, m := range srv.ReceivedMeta("tools/call") {
+		if m != nil {
+			t.Errorf("the server was sent _meta %v", m)
+		}
 	}
 }
