@@ -130,7 +130,9 @@ func TestObserversAreEachToldEverything(t *testing.T) {
 				c, ok := ev.(client.SessionClosed)
 				return ok && c.Lost == client.LossExpired && c.Cause != nil && c.Duration > 0
 			},
-			"the slot Ready": func(ev client.Event) bool { return ev == client.SessionState{From: client.Connecting, To: client.Ready} },
+			"the slot Ready": func(ev client.Event) bool {
+				return ev == client.SessionState{From: client.Connecting, To: client.Ready}
+			},
 			"the slot Reconnecting": func(ev client.Event) bool {
 				return ev == client.SessionState{From: client.Ready, To: client.Reconnecting}
 			},
