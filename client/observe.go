@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/health"
 )
 
 // observers is the fan-out to the WithObserver observers. The client holds
@@ -420,12 +421,13 @@ func lossReason(k lossKind) LossReason {
 	return LossUnhealthy
 }
 
-// probed tells the observers of a probe of s.
-func (o *observers) probed(s *session, err error, busy bool) {
+// probed tells the observers of a probe of s that answered, or failed with
+// err.
+func (o *observers) probed(s *session, err error) {
 	if o == nil {
 		return
 	}
-	o.event(Probed{Session: s.mc.GetSessionId(), Err: err, Busy: busy})
+	o.event(Probed{Session: s.mc.GetSessionId(), Err: err, Busy: errors.As(err, new(*health.BusyError))})
 }
 
 // dialFailed tells the observers that opening a session failed.

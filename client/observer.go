@@ -252,7 +252,7 @@ type CallEnd struct {
 // one of the types below. Each is a plain value.
 type Event interface{ isEvent() }
 
-// SessionOpened: a session went into service.
+// SessionOpened: a session went into service. A plain value.
 type SessionOpened struct {
 	Session         string // Mcp-Session-Id, "" in the stateless era
 	ProtocolVersion string
@@ -297,7 +297,7 @@ func (r OpenReason) String() string {
 }
 
 // SessionLost: a session was taken out of service, and a new one is being
-// opened (the reconnect loop), once per loss.
+// opened (the reconnect loop), once per loss. A plain value.
 type SessionLost struct {
 	Session string
 	Reason  LossReason
@@ -342,7 +342,7 @@ func (r LossReason) String() string {
 }
 
 // SessionClosed: a session's mcp-go client was closed, its life over: it
-// was replaced, or the client closed.
+// was replaced, or the client closed. A plain value.
 type SessionClosed struct {
 	Session         string
 	ProtocolVersion string
@@ -355,11 +355,12 @@ type SessionClosed struct {
 }
 
 // SessionState: a session slot of the pool (WithPoolSize) changed state;
-// the client's State is the best of its slots'.
+// the client's State is the best of its slots'. Delivered in order, on the
+// goroutine that delivers WithStateHandler's transitions. A plain value.
 type SessionState struct{ From, To State }
 
 // Probed: a probe (keepalive, or before a call on a session not heard from
-// for a while) answered, or failed with Err.
+// for a while) answered, or failed with Err. A plain value.
 type Probed struct {
 	Session string
 	Err     error
@@ -369,14 +370,14 @@ type Probed struct {
 }
 
 // DialFailed: the reconnect loop could not open a session; it tries again
-// after RetryIn.
+// after RetryIn. A plain value.
 type DialFailed struct {
 	Err     error
 	RetryIn time.Duration
 }
 
 // TokenRenewed: the OAuth token layer (WithOAuth) renewed the client's
-// token, or failed to.
+// token, or failed to. A plain value.
 type TokenRenewed struct {
 	// Refresh: a refresh token was spent; else the client authorized
 	// (the user through OAuthConfig.Authorize, or client credentials).
