@@ -60,10 +60,12 @@ type Observer interface {
 	// under: ctx, or one derived from it.
 	StartAttempt(ctx context.Context, attempt AttemptInfo) context.Context
 	// EndAttempt is told how the attempt ended. ctx is the one
-	// StartAttempt returned.
+	// StartAttempt returned, or with several observers the last one's,
+	// derived from it.
 	EndAttempt(ctx context.Context, end AttemptEnd)
 	// EndCall is told how the call ended. ctx is the one StartCall
-	// returned.
+	// returned, or with several observers the last one's, derived from
+	// it.
 	EndCall(ctx context.Context, end CallEnd)
 	// HandleEvent is told of what happens outside calls to the client
 	// whose endpoint is server: one of SessionOpened, SessionLost,
