@@ -91,7 +91,7 @@ func (tm *telemetry) attemptsOf(t *testing.T, call sdktrace.ReadOnlySpan, n int)
 // the metrics that count it.
 func TestRestartIsOneCallWithTwoAttempts(t *testing.T) {
 	tm := newTelemetry(t)
-	srv := startServer(t, testserver.Config{Era: testserver.SessionEra})
+	srv := startServer(t, testserver.Config{Era: testserver.SessionEra, RecordMeta: true})
 	c := newClient(t, tm, srv.URL())
 	ctx := testCtx(t)
 	if _, err := c.CallTool(ctx, toolRequest("echo", map[string]any{"text": "a"})); err != nil {
@@ -426,7 +426,7 @@ func TestNoopProvidersAreAskedNothing(t *testing.T) {
 	if _, ok := obs.(client.MetaPropagator); ok {
 		t.Error("an observer on the no-op tracer is a MetaPropagator")
 	}
-	srv := startServer(t, testserver.Config{Era: testserver.SessionEra})
+	srv := startServer(t, testserver.Config{Era: testserver.SessionEra, RecordMeta: true})
 	c, err := client.New(srv.URL(), client.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
@@ -446,7 +446,11 @@ func TestNoopProvidersAreAskedNothing(t *testing.T) {
 	if got := c.Stats().Reinitializations; got != 1 {
 		t.Errorf("%d re-initializations, want 1", got)
 	}
-	for _, m := range srv.ReceivedMeta("tools/call") {
+	metas := srv.ReceivedMeta("tools/call")
+	if len(metas) != 3 {
+		t.Fatalf("the server saw %d tools/call, want 3 (one before the restart, two attempts after)", len(metas))
+	}
+	for _, m := range metas {
 		if m != nil {
 			t.Errorf("the server was sent _meta %v", m)
 		}

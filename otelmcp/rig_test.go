@@ -254,7 +254,7 @@ func newOAuthRig(t *testing.T, tm *telemetry) *oauthRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(as.Close)
-	cfg := testserver.Config{Era: testserver.SessionEra}
+	cfg := testserver.Config{Era: testserver.SessionEra, RecordMeta: true}
 	srv, err := testserver.Start(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,12 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		msg = peekRPC(body)
+		msg = peekRPC(body, inst.cfg.RecordMeta)
 		for i, m := range msg.methods {
 			s.counters.add(&s.counters.rpc, m)
-			s.counters.addMeta(m, msg.metas[i])
+			if inst.cfg.RecordMeta {
+				s.counters.addMeta(m, msg.metas[i])
+			}
 		}
 		// mcp-go reads the body itself, so hand it back intact.
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -131,7 +133,7 @@ func (inst *instance) backend(w http.ResponseWriter, r *http.Request) {
 func (inst *instance) refuseInitialize(w http.ResponseWriter, r *http.Request) bool {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	msg := peekRPC(body)
+	msg := peekRPC(body, false)
 	if msg.batch || len(msg.methods) != 1 || msg.methods[0] != "initialize" || msg.id == nil {
 		return false
 	}
@@ -143,7 +145,7 @@ func (inst *instance) refuseInitialize(w http.ResponseWriter, r *http.Request) b
 func (inst *instance) malformedDiscover(w http.ResponseWriter, r *http.Request) bool {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	msg := peekRPC(body)
+	msg := peekRPC(body, false)
 	if msg.batch || len(msg.methods) != 1 || msg.methods[0] != "server/discover" || msg.id == nil {
 		return false
 	}
@@ -160,7 +162,8 @@ type rpcInfo struct {
 	batch   bool
 }
 
-func peekRPC(body []byte) rpcInfo {
+// peekRPC reads what body is; the _meta of each message too if withMeta.
+func peekRPC(body []byte, withMeta bool) rpcInfo {
 	type message struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -184,12 +187,13 @@ func peekRPC(body []byte) rpcInfo {
 	for _, m := range msgs {
 		if m.Method != "" {
 			info.methods = append(info.methods, m.Method)
+			if !withMeta {
+				continue
+			}
 			var params struct {
 				Meta map[string]any `json:"_meta"`
 			}
-			if bytes.Contains(m.Params, []byte(`"_meta"`)) { // the benchmarks' server pays nothing more
-				_ = json.Unmarshal(m.Params, &params) // params that are not an object have no _meta
-			}
+			_ = json.Unmarshal(m.Params, &params) // params that are not an object have no _meta
 			info.metas = append(info.metas, params.Meta)
 		}
 	}
@@ -317,7 +321,8 @@ func (s *Server) RPCs(method string) int64 { return s.counters.get(&s.counters.r
 
 // ReceivedMeta reports the params._meta of every JSON-RPC message of the
 // given method the server received (nil for one without), in order, up to
-// the first 1024; including ones failed by injection. The maps are the
+// the first 1024; including ones failed by injection. Only a server whose
+// Config has RecordMeta keeps them. The maps are the
 // server's copies: the caller may keep them, and must not change them.
 func (s *Server) ReceivedMeta(method string) []map[string]any {
 	s.counters.mu.Lock()
