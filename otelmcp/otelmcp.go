@@ -71,10 +71,10 @@
 //     Reconnecting).
 //
 // Given OpenTelemetry's no-op providers (trace/noop, metric/noop) the
-// observer asks them nothing and costs a call about 1 %; on the global
-// providers with no SDK installed, 2-4 % (it cannot know that none will be
-// installed later); with the SDK recording everything, about 50 µs of a
-// loopback call (BENCHMARKS.md).
+// observer asks them nothing and costs a call under 1 %; on the global
+// providers with no SDK installed, about 3 % (it cannot know that none
+// will be installed later); with the SDK recording everything, about
+// 50 µs of a loopback call (BENCHMARKS.md).
 package otelmcp
 
 import (
