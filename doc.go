@@ -36,6 +36,12 @@
 // left out. When an elicitation handler accepts a form and leaves fields
 // out, the client fills them in from the form's defaults (SEP-1034).
 //
+// What the client does can be watched: client.WithObserver is told of every
+// call, every attempt to send it and why, and what the client does on its
+// own; package otelmcp is an observer that records OpenTelemetry traces and
+// metrics by MCP's semantic conventions, and carries the trace context to
+// the server in each request's _meta.
+//
 // The mechanisms live in packages of their own that know nothing of MCP or of
 // each other: reconnect (backoff, retry budget), health (idle tracking,
 // keepalive probing, failure threshold) and pool (sessions shared by

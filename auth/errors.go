@@ -81,6 +81,23 @@ func unavailable(err error, retryAfter time.Duration) error {
 	return &unavailableError{err: err, retryAfter: retryAfter}
 }
 
+// ReasonOf is the class of a failed renewal's error, for telemetry: the
+// Reason of an *Error ("invalid_grant", "denied"...), "unavailable" when
+// the authorization server or the grant store could not be reached, or
+// "_OTHER"; "" for nil.
+func ReasonOf(err error) string {
+	var ae *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ae):
+		return ae.Reason
+	case isUnavailable(err), errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	}
+	return "_OTHER"
+}
+
 func isUnavailable(err error) bool {
 	var u *unavailableError
 	return errors.As(err, &u)

@@ -82,6 +82,11 @@ type Env struct {
 	HTTPClient *http.Client // for the authorization server; never carries the MCP token
 	Logger     *slog.Logger
 	NewBackOff func() backoff.BackOff // pacing of an unreachable authorization server
+	// OnRenewal, if set, is told of every renewal this process sent to the
+	// authorization server, a refresh or an authorization, once it ended:
+	// err is nil when a token came. It runs on the renewal's goroutine,
+	// under no lock of the OAuth's, and must return quickly.
+	OnRenewal func(refresh bool, err error)
 }
 
 // refreshTimeout bounds one token request, detached from the callers.

@@ -43,6 +43,7 @@ func (o *OAuth) run(r *renewal) error {
 	ctx, cancel := context.WithTimeout(o.life, timeout)
 	defer cancel()
 	got, err := o.obtain(ctx, r)
+	o.renewed(r, got, err)
 
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -92,6 +93,19 @@ func (o *OAuth) run(r *renewal) error {
 		}
 	}
 	return err
+}
+
+// renewed tells Env.OnRenewal of a renewal that ended, unless the Store
+// held a token already and nothing was sent.
+func (o *OAuth) renewed(r *renewal, got *obtained, err error) {
+	if o.env.OnRenewal == nil || err == nil && got.sent == "" {
+		return
+	}
+	kind := r.reason
+	if err == nil {
+		kind = got.sent
+	}
+	o.env.OnRenewal(kind == "refresh", err)
 }
 
 // obtained is what a renewal got: a token, and the identity it goes with.

@@ -38,6 +38,11 @@ type Transport struct {
 	Base   http.RoundTripper
 	Source Authorizer
 	Origin *url.URL
+	// Resend, if set, is called before a request refused with status
+	// (401, 403) is sent again with a new token, with the request's
+	// context; the request goes out again under the context it returns
+	// (an observer's, that counts the resend as an attempt of its own).
+	Resend func(ctx context.Context, status int) context.Context
 }
 
 // RoundTrip sends req with the token if it is for Origin, and again with
@@ -108,6 +113,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &Error{Reason: ReasonTokenRejected, Err: fmt.Errorf("%d tokens refused", sent)}
 		}
 		token = next
+		if t.Resend != nil {
+			req = req.WithContext(t.Resend(req.Context(), resp.StatusCode))
+		}
 	}
 }
 

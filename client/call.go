@@ -20,8 +20,9 @@ import (
 // method is safe to repeat, and a tool's safety is asked only when an
 // attempt's outcome is unknown.
 func (c *ResilientClient) do(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
+	ctx = c.obs.startCall(ctx, method, tool)
 	if c.closed.Load() {
-		return ErrClosed
+		return c.obs.endCall(ctx, ErrClosed)
 	}
 	c.stats.calls.Add(1)
 	c.stats.inFlight.Add(1)
@@ -31,12 +32,13 @@ func (c *ResilientClient) do(ctx context.Context, method, tool string, send func
 	if err != nil {
 		c.stats.record(err)
 	}
-	return err
+	return c.obs.endCall(ctx, err)
 }
 
 // run is do without the call's accounting, for requests the client makes
 // itself (listing tools to decide a replay).
 func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
+	ct := c.obs.callOf(ctx)
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -60,9 +62,10 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		r.Revalidate = false
 		ex.Reset()
-		err = send(ctx, s)
+		err = send(ct.attempt(ctx, s), s)
 		lease.Release()
 		if err == nil {
+			ct.attempted(nil, false)
 			s.health().Touch()
 			s.markServed()
 			return nil
@@ -77,6 +80,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		if v.Cause != nil {
 			err = v.Cause
 		}
+		ct.attempted(err, v.Corrupt)
 		if c.closed.Load() {
 			// Close closed the session under the call.
 			r.MayHaveRun = r.MayHaveRun || v.Sent || v.MayHaveRun()
@@ -93,6 +97,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			c.httpClient.CloseIdleConnections()
 		}
 		if a.Refused {
+			ct.replayRefused()
 			c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
 		}
 		if a.End != policy.Continue {
@@ -100,6 +105,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		if a.Reconnect {
 			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
+			ct.retry(false, false, a.Discard)
 			continue
 		}
 		if a.Budget && !c.budget.TryWithdraw() {
@@ -109,6 +115,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			c.stats.replays.Add(1)
 		}
 		c.stats.retries.Add(1)
+		ct.retry(a.Replay, v.MayHaveRun(), a.Discard)
 		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
 		if a.Pause > 0 && a.Pause != backoff.Stop {
 			switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {

@@ -49,6 +49,7 @@ type ResilientClient struct {
 	transportOptions []transport.StreamableHTTPCOption
 	log              *slog.Logger
 	oauth            *auth.OAuth // WithOAuth's token source, nil without
+	obs              *observers  // WithObserver's, nil without
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
@@ -119,7 +120,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher()}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
 	base := o.httpClient
 	if base == nil {
@@ -131,7 +132,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 	hc := *base
 	tr := wire.NewTracker(next) // traced or not by what is beneath the token's layer
-	if layer := c.authLayer(next, u); layer != nil {
+	// The observers' layer goes beneath the token's: a resend after a 401
+	// is an attempt of its own.
+	beneath := c.obs.wrap(next)
+	tr.SendThrough(beneath)
+	if layer := c.authLayer(beneath, u); layer != nil {
 		tr.SendThrough(layer)
 	}
 	tr.Limit, tr.Log, tr.WrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
@@ -147,13 +152,14 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(c.lifetime, o.callTimeout)
-	c.notifier.handler, c.notifier.log = o.stateHandler, o.logger
+	c.obs.share(c.deadlines)
+	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{
 		Size:       o.poolSize,
 		Dial:       c.redial,
 		NewBackOff: o.newBackOff,
-		Release:    (*session).close,
+		Release:    c.closeSession,
 		OnState:    c.onMemberState,
 		// A session the server forgot answers what is in flight on it
 		// itself (404, 400): it is closed when they are done. A dead, hung
@@ -172,6 +178,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		},
 		OnDialError: func(member int, err error, next time.Duration) {
 			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
+			c.obs.dialFailed(err, next)
 		},
 	})
 	return c, nil
@@ -198,6 +205,7 @@ func (c *ResilientClient) State() State { return State(c.state.Load()) }
 type memberState struct {
 	pool     atomic.Int32 // pool.State
 	degraded atomic.Bool  // its session in service is failing probes
+	observed atomic.Int32 // State, as last told to the observers
 }
 
 // onMemberState is called with the pool's lock held: it must not call the
@@ -222,6 +230,7 @@ func (c *ResilientClient) refreshState() {
 		if st == Ready && m.degraded.Load() {
 			st = Degraded
 		}
+		c.noteMember(m, st)
 		if next == Closed || rank(st) > rank(next) {
 			next = st
 		}

@@ -264,3 +264,66 @@ func (n acceptName) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.Elicit
 		Content: map[string]any{"name": string(n)},
 	}}, nil
 }
+
+// retried is an Observer that answers the question a Stats snapshot
+// cannot: was this call retried, and why? It keeps each call's attempts in
+// the call's context and prints those of a call sent more than once.
+type retried struct{}
+
+type attemptsKey struct{}
+
+func (retried) StartCall(ctx context.Context, _ client.CallInfo) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, new([]string))
+}
+
+func (retried) StartAttempt(ctx context.Context, a client.AttemptInfo) context.Context {
+	reasons := ctx.Value(attemptsKey{}).(*[]string) // the call's, even in a resend's context
+	*reasons = append(*reasons, fmt.Sprintf("%d: %s (waited: %s)", a.Number, a.Reason, a.Waited))
+	return ctx
+}
+
+func (retried) EndAttempt(context.Context, client.AttemptEnd) {}
+
+func (retried) EndCall(ctx context.Context, end client.CallEnd) {
+	if end.Attempts > 1 {
+		fmt.Printf("sent %d times: %q\n", end.Attempts, *ctx.Value(attemptsKey{}).(*[]string))
+	}
+}
+
+func (retried) HandleEvent(_ client.Server, ev client.Event) {
+	if o, ok := ev.(client.SessionOpened); ok && o.Reason == client.OpenReinitialize {
+		fmt.Println("session re-initialized")
+	}
+}
+
+// An observer is told of every call, every attempt to send it and why,
+// and of what the client does on its own. Its methods must be quick and
+// safe for concurrent use; otelmcp.NewObserver is one that records
+// OpenTelemetry traces and metrics.
+func ExampleWithObserver() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+
+	c, err := client.New(srv.URL(), client.WithObserver(retried{}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"text": "hello"}
+	if _, err := c.CallTool(ctx, req); err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Restart(); err != nil { // the server forgets the session
+		log.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, req); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// session re-initialized
+	// sent 2 times: ["1: first (waited: none)" "2: session_expired (waited: reinitialize)"]
+}

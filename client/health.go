@@ -67,6 +67,7 @@ func (c *ResilientClient) watch(s *session) {
 		Probe:     func(ctx context.Context) error { return c.checkSession(ctx, s) },
 		OnProbe: func(err error, failures int) {
 			c.stats.probes.Add(1)
+			c.obs.probed(s, err)
 			if busy := new(health.BusyError); errors.As(err, &busy) {
 				c.log.Info("keepalive probe: the server is busy; session kept", "retry_after", busy.After)
 				return

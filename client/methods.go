@@ -95,6 +95,7 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 // server asks for midway (2026-07-28's multi round-trip requests) is given
 // by the handlers of WithClientOptions, as with mcp-go.
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	ctx = c.obs.resource(ctx, req.Params.URI)
 	return call(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
 	})
@@ -105,6 +106,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 // across re-initializations. In the stateless era it is a filter on the
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
+	ctx = c.obs.resource(ctx, req.Params.URI)
 	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), "", func(ctx context.Context, s *session) error {
 		//lint:ignore SA1019 resources/subscribe is how the session era subscribes; mcp-go turns it into a listen filter in the stateless era
 		if err := s.mc.Subscribe(ctx, req); err != nil {
@@ -119,6 +121,7 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 
 // Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
+	ctx = c.obs.resource(ctx, req.Params.URI)
 	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), "", func(ctx context.Context, s *session) error {
 		//lint:ignore SA1019 the counterpart of Subscribe, in both eras
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
@@ -149,6 +152,7 @@ func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRe
 // GetPrompt renders a prompt with req's arguments. Safe to repeat, as
 // ReadResource is.
 func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	ctx = c.obs.prompt(ctx, req.Params.Name)
 	return call(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
 		return mc.GetPrompt(ctx, req)
 	})
@@ -186,7 +190,9 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 // goroutine); otherwise the error wraps ErrOutcomeUnknown.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return call(ctx, c, mcp.MethodToolsCall, req.Params.Name, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
-		return mc.CallTool(ctx, req)
+		res, err := mc.CallTool(ctx, req)
+		c.obs.toolResult(ctx, res)
+		return res, err
 	})
 }
 

@@ -96,7 +96,7 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 	o := c.opts
 	switch {
 	case o.bearerToken != nil:
-		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint}
+		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint, Resend: c.obs.resendHook()}
 	case o.oauth != nil:
 		c.oauth = auth.NewOAuth(endpoint, *o.oauth, auth.Env{
 			ClientName: o.clientInfo.Name,
@@ -105,8 +105,9 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 			HTTPClient: &http.Client{Transport: next, Timeout: 30 * time.Second},
 			Logger:     o.logger,
 			NewBackOff: o.newBackOff,
+			OnRenewal:  c.obs.renewalHook(),
 		})
-		return &auth.Transport{Base: next, Source: c.oauth, Origin: endpoint}
+		return &auth.Transport{Base: next, Source: c.oauth, Origin: endpoint, Resend: c.obs.resendHook()}
 	}
 	return nil
 }

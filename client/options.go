@@ -48,6 +48,7 @@ type options struct {
 	clientOptions    []mcpclient.ClientOption
 	retryToolCall    func(mcp.Tool) bool
 	stateHandler     func(from, to State)
+	observers        []Observer
 	logger           *slog.Logger
 	maxResponseBytes int64
 	invalid          []error

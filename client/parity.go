@@ -31,6 +31,7 @@ func (c *ResilientClient) redial(ctx context.Context, member int, prev *session,
 	// The pool dials again and again for one loss while the server is
 	// away; the loss is news only the first time.
 	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
+		c.obs.sessionLost(prev, cause)
 		c.connectionLost(cause)
 	}
 	s, err := c.dial(ctx, member, prev, cause)

@@ -33,6 +33,8 @@ type session struct {
 	member     int                            // the pool member it serves as
 	serial     uint64                         // the order it went into service in; see redial
 	lost       atomic.Bool                    // OnConnectionLost was told of its loss
+	loss       atomic.Pointer[lostError]      // why it was taken out of service, for the observers
+	opened     time.Time                      // when it was initialized
 	// served: the server has answered a request carrying the session's
 	// id, so it accepted the id; a 400 to it later means the server lost
 	// it (F26), where a 400 before is an answer about the request.
@@ -109,6 +111,7 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
+			c.obs.sessionOpened(prev, prev, nil)
 			c.refreshTools(ctx, prev)
 			if prev.health().Unhealthy() {
 				c.watch(prev) // its prober gave up while the server was away
@@ -146,6 +149,7 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		c.stats.redials.Add(1)
 		c.log.Info("session replaced", "cause", lost.err, "version", s.version)
 	}
+	c.obs.sessionOpened(s, prev, lost)
 	c.noteServerChange(prev, s)
 	c.refreshTools(ctx, s)
 	c.watch(s)
@@ -303,6 +307,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		result:     res,
 		request:    req,
 		stream:     watch,
+		opened:     time.Now(),
 	}
 	s.listening.Store(listen)
 	watch.session.Store(s)

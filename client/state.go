@@ -82,8 +82,9 @@ func rank(s State) int {
 // same order: a loss comes after the transition away from Ready that it
 // caused and before the one back.
 type stateNotifier struct {
-	handler func(from, to State) // may be nil
-	log     *slog.Logger
+	handler   func(from, to State) // may be nil
+	log       *slog.Logger
+	observers *observers // told of each member's transitions; may be nil
 
 	mu      sync.Mutex // innermost of the client's locks
 	lost    []func(error)
@@ -92,10 +93,12 @@ type stateNotifier struct {
 	done    chan struct{} // closed when the running goroutine exits
 }
 
-// stateEvent is a transition, or a lost session when lost is set.
+// stateEvent is a transition, or a lost session when lost is set, or a
+// pool member's transition, for the observers only, when member is set.
 type stateEvent struct {
 	from, to State
 	lost     error
+	member   bool
 }
 
 func (n *stateNotifier) notify(from, to State) {
@@ -147,6 +150,10 @@ func (n *stateNotifier) drain(done chan struct{}) {
 			for _, h := range lost {
 				h(e.lost)
 			}
+			continue
+		}
+		if e.member {
+			n.observers.memberChanged(e.from, e.to)
 			continue
 		}
 		n.log.Debug("state", "from", e.from, "to", e.to)

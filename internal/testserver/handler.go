@@ -32,9 +32,12 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		msg = peekRPC(body)
-		for _, m := range msg.methods {
+		msg = peekRPC(body, inst.cfg.RecordMeta)
+		for i, m := range msg.methods {
 			s.counters.add(&s.counters.rpc, m)
+			if inst.cfg.RecordMeta {
+				s.counters.addMeta(m, msg.metas[i])
+			}
 		}
 		// mcp-go reads the body itself, so hand it back intact.
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -130,7 +133,7 @@ func (inst *instance) backend(w http.ResponseWriter, r *http.Request) {
 func (inst *instance) refuseInitialize(w http.ResponseWriter, r *http.Request) bool {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	msg := peekRPC(body)
+	msg := peekRPC(body, false)
 	if msg.batch || len(msg.methods) != 1 || msg.methods[0] != "initialize" || msg.id == nil {
 		return false
 	}
@@ -142,7 +145,7 @@ func (inst *instance) refuseInitialize(w http.ResponseWriter, r *http.Request) b
 func (inst *instance) malformedDiscover(w http.ResponseWriter, r *http.Request) bool {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	msg := peekRPC(body)
+	msg := peekRPC(body, false)
 	if msg.batch || len(msg.methods) != 1 || msg.methods[0] != "server/discover" || msg.id == nil {
 		return false
 	}
@@ -153,15 +156,18 @@ func (inst *instance) malformedDiscover(w http.ResponseWriter, r *http.Request) 
 
 // rpcInfo is what the HTTP layer needs to know about a JSON-RPC body.
 type rpcInfo struct {
-	methods []string        // methods of the requests/notifications in it
-	id      json.RawMessage // id of a single message, if any
+	methods []string         // methods of the requests/notifications in it
+	metas   []map[string]any // the params._meta of each, nil if none
+	id      json.RawMessage  // id of a single message, if any
 	batch   bool
 }
 
-func peekRPC(body []byte) rpcInfo {
+// peekRPC reads what body is; the _meta of each message too if withMeta.
+func peekRPC(body []byte, withMeta bool) rpcInfo {
 	type message struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 	}
 	var info rpcInfo
 	var msgs []message
@@ -181,6 +187,14 @@ func peekRPC(body []byte) rpcInfo {
 	for _, m := range msgs {
 		if m.Method != "" {
 			info.methods = append(info.methods, m.Method)
+			if !withMeta {
+				continue
+			}
+			var params struct {
+				Meta map[string]any `json:"_meta"`
+			}
+			_ = json.Unmarshal(m.Params, &params) // params that are not an object have no _meta
+			info.metas = append(info.metas, params.Meta)
 		}
 	}
 	return info
@@ -254,6 +268,7 @@ type counters struct {
 	tools map[string]int64
 	http  map[string]int64
 	rpc   map[string]int64
+	metas map[string][]map[string]any // by method, in the order received
 }
 
 func (c *counters) reset() {
@@ -262,6 +277,19 @@ func (c *counters) reset() {
 	c.tools = map[string]int64{}
 	c.http = map[string]int64{}
 	c.rpc = map[string]int64{}
+	c.metas = map[string][]map[string]any{}
+}
+
+// maxMetas bounds the _meta kept per method: tests look at a few calls,
+// benchmarks make millions.
+const maxMetas = 1024
+
+func (c *counters) addMeta(method string, meta map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.metas[method]) < maxMetas {
+		c.metas[method] = append(c.metas[method], meta)
+	}
 }
 
 // add increments (*m)[key] and returns the new value. m points at one of
@@ -290,6 +318,17 @@ func (s *Server) HTTPRequests(method string) int64 { return s.counters.get(&s.co
 // ("initialize", "server/discover", "tools/call", ...), including ones
 // failed by injection.
 func (s *Server) RPCs(method string) int64 { return s.counters.get(&s.counters.rpc, method) }
+
+// ReceivedMeta reports the params._meta of every JSON-RPC message of the
+// given method the server received (nil for one without), in order, up to
+// the first 1024; including ones failed by injection. Only a server whose
+// Config has RecordMeta keeps them. The maps are the
+// server's copies: the caller may keep them, and must not change them.
+func (s *Server) ReceivedMeta(method string) []map[string]any {
+	s.counters.mu.Lock()
+	defer s.counters.mu.Unlock()
+	return slices.Clone(s.counters.metas[method])
+}
 
 // ResetCounters zeroes every counter, including the value increment returns.
 func (s *Server) ResetCounters() { s.counters.reset() }

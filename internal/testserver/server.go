@@ -94,6 +94,10 @@ type Config struct {
 	// RequireToken, if non-empty, answers any request lacking
 	// "Authorization: Bearer <token>" with 401 and WWW-Authenticate: Bearer.
 	RequireToken string
+	// RecordMeta keeps the params._meta of every message received, for
+	// ReceivedMeta. Off, they are not decoded a second time (mcp-go
+	// decodes them once), and benchmarks pay nothing for them.
+	RecordMeta bool
 	// Guard, if set, wraps every request before it reaches the server: an
 	// authorization layer such as authserver.Protect (which serves the
 	// protected resource metadata and answers 401/403 itself). It is called
