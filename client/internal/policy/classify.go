@@ -50,7 +50,7 @@ func (c Class) String() string {
 // Verdict is the classification of one failed attempt.
 type Verdict struct {
 	Class Class
-	// Corrupt: the session answered another request (guard.go): take it
+	// Corrupt: the session answered another request (the wire package's guard): take it
 	// out of service.
 	Corrupt bool
 	// Cause: what the failure was, when mcp-go's error does not say (the
