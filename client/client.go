@@ -46,6 +46,7 @@ type ResilientClient struct {
 	opts             options
 	httpClient       *http.Client
 	ownHTTPClient    bool
+	ownTransport     *wire.Renewable // the own HTTP client's, renewed when the client goes idle; nil with WithHTTPClient
 	transportOptions []transport.StreamableHTTPCOption
 	log              *slog.Logger
 	oauth            *auth.OAuth // WithOAuth's token source, nil without
@@ -125,6 +126,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	base := o.httpClient
 	if base == nil {
 		base, c.ownHTTPClient = tunedHTTPClient(u), true
+		c.ownTransport, _ = base.Transport.(*wire.Renewable)
 	}
 	next := base.Transport
 	if next == nil {
@@ -151,7 +153,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
-	c.deadlines = newSharedDeadlines(c.lifetime, o.callTimeout)
+	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.share(c.deadlines)
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
@@ -251,6 +253,7 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
+		c.deadlines.close()
 		// No listing of tools starts once closed is seen under this lock.
 		c.tools.mu.Lock()
 		//lint:ignore SA2001 an empty critical section: a barrier

@@ -23,29 +23,42 @@ const deadlineSlack = 16
 //
 // A sharedDeadlines is safe for concurrent use.
 type sharedDeadlines struct {
-	parent  context.Context // ends at Close
 	timeout time.Duration
 	slack   time.Duration
 
 	current atomic.Pointer[deadlineCtx]
-	mu      sync.Mutex // serializes making a new current; a leaf
+	mu      sync.Mutex // serializes making a new current and close; a leaf
+	closed  bool       // guarded by mu
 }
 
 type deadlineCtx struct {
 	ctx      context.Context
 	deadline time.Time
-	// cancel is never called: the context's timer cancels it at the
-	// deadline, and parent's end cancels it before. It is kept to say so.
+	// cancel is called by close only: the context's timer cancels it at
+	// the deadline.
 	cancel context.CancelFunc
 }
 
-func newSharedDeadlines(parent context.Context, timeout time.Duration) *sharedDeadlines {
-	return &sharedDeadlines{parent: parent, timeout: timeout, slack: timeout / deadlineSlack}
+func newSharedDeadlines(timeout time.Duration) *sharedDeadlines {
+	return &sharedDeadlines{timeout: timeout, slack: timeout / deadlineSlack}
+}
+
+// close ends the current context, and every one get returns from now on:
+// the client is closed. The contexts are not children of the client's
+// lifetime, which would cost the client, for as long as it lives, a map of
+// children and a Done channel (300 B of an idle client's 8 KB).
+func (d *sharedDeadlines) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if cur := d.current.Load(); cur != nil {
+		cur.cancel()
+	}
 }
 
 // get returns a context whose deadline is between timeout and
-// timeout+slack from now. Each context ends by itself at its deadline (or
-// when parent does), so none is kept beyond that.
+// timeout+slack from now, ended already after close. Each context ends by
+// itself at its deadline (or at close), so none is kept beyond that.
 func (d *sharedDeadlines) get() context.Context {
 	due := time.Now().Add(d.timeout)
 	if cur := d.current.Load(); cur != nil && !cur.deadline.Before(due) {
@@ -57,7 +70,10 @@ func (d *sharedDeadlines) get() context.Context {
 		return cur.ctx
 	}
 	deadline := due.Add(d.slack)
-	ctx, cancel := context.WithDeadline(d.parent, deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	if d.closed {
+		cancel()
+	}
 	d.current.Store(&deadlineCtx{ctx: ctx, deadline: deadline, cancel: cancel})
 	return ctx
 }

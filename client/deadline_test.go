@@ -15,8 +15,7 @@ import (
 
 func TestSharedDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		parent, stop := context.WithCancel(context.Background())
-		d := newSharedDeadlines(parent, 160*time.Second) // slack 10s
+		d := newSharedDeadlines(160 * time.Second) // slack 10s
 		start := time.Now()
 
 		a := d.get()
@@ -45,9 +44,13 @@ func TestSharedDeadlines(t *testing.T) {
 		if b.Err() != nil {
 			t.Fatalf("the later context ended with the earlier one: %v", b.Err())
 		}
-		stop()
+		d.close()
 		if !errors.Is(b.Err(), context.Canceled) {
-			t.Fatalf("after the parent ended the shared context says %v", b.Err())
+			t.Fatalf("after close the shared context says %v", b.Err())
+		}
+		time.Sleep(time.Minute)
+		if c := d.get(); c == b || !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("a context made after close says %v", c.Err())
 		}
 	})
 }

@@ -64,7 +64,11 @@ func (c *ResilientClient) watch(s *session) {
 		Interval:  interval,
 		Timeout:   c.opts.probeTimeout(),
 		Threshold: c.opts.failureThreshold,
-		Probe:     func(ctx context.Context) error { return c.checkSession(ctx, s) },
+		Probe: func(ctx context.Context) error {
+			err := c.checkSession(ctx, s)
+			c.dropIdleConnections()
+			return err
+		},
 		OnProbe: func(err error, failures int) {
 			c.stats.probes.Add(1)
 			c.obs.probed(s, err)
@@ -82,6 +86,18 @@ func (c *ResilientClient) watch(s *session) {
 	}))
 	if old != nil {
 		old.Stop()
+	}
+}
+
+// dropIdleConnections renews the Transport of the client's own HTTP client
+// after a probe, when no call is in flight: an idle client then holds no
+// socket, no goroutine and none of the Transport's bookkeeping
+// (WithKeepIdleConnection). A probe made for a call about to be sent finds
+// the call in flight and leaves the connection to it; so does the probe of
+// an idle session of a pool whose other sessions are busy.
+func (c *ResilientClient) dropIdleConnections() {
+	if c.ownTransport != nil && !c.opts.keepIdleConn && c.stats.inFlight.Load() == 0 {
+		c.ownTransport.Renew()
 	}
 }
 

@@ -51,6 +51,7 @@ type options struct {
 	observers        []Observer
 	logger           *slog.Logger
 	maxResponseBytes int64
+	keepIdleConn     bool
 	invalid          []error
 	// frozenProber keeps the background prober from running, as in a
 	// process frozen between requests (serverless); tests set it.
@@ -179,6 +180,25 @@ func WithPoolSize(n int) Option {
 	})
 }
 
+// WithKeepIdleConnection(true) keeps the connection the keepalive probes use
+// open while the client is idle, as net/http would. Default false: after a
+// background probe finds the client with no call in flight, the client
+// closes its idle connections, so an idle client holds no socket and no
+// goroutine (about 8 KB in all instead of 20 KB, BenchmarkIdleClients), and
+// its next probe or call dials. The cost falls on the first call after an
+// idle period: it dials first, about 0.2 ms more on loopback, where such a
+// call takes 1.9 times as long as on a kept connection
+// (BenchmarkFirstCallAfterIdle), and over a network one round trip more,
+// two over https (TCP, then a resumed TLS handshake). Keep the connection
+// for a few clients far from their server whose first call after a pause
+// must be fast; leave the default for many clients in one process.
+//
+// Only the client's own HTTP client is concerned: one given with
+// WithHTTPClient keeps its connections as its Transport says.
+func WithKeepIdleConnection(keep bool) Option {
+	return optionFunc(func(o *options) { o.keepIdleConn = keep })
+}
+
 // WithHTTPClient sets the HTTP client every session shares. Default: a
 // client of this ResilientClient's own whose idle connections are closed
 // after 50s, below the idle timeouts of common load balancers (AWS ALB 60s,
@@ -188,11 +208,10 @@ func WithPoolSize(n int) Option {
 // wrapped, never modified.
 //
 // Many ResilientClients may share one http.Client. An idle client then
-// costs about a quarter of the memory and no goroutine (its connection is
-// the pool's), but the clients share their connections' fate: a probe no
-// longer tests the connection the client's next call will use, and a client
-// that finds a connection dead closes the idle connections of all of them.
-// The default gives each client its own.
+// costs about 5.6 KB instead of 8 KB, but the clients share their
+// connections' fate: a probe no longer tests the connection the client's
+// next call will use, and a client that finds a connection dead closes the
+// idle connections of all of them. The default gives each client its own.
 func WithHTTPClient(c *http.Client) Option {
 	return optionFunc(func(o *options) {
 		if c == nil {
@@ -348,15 +367,10 @@ var sessionTickets = tls.NewLRUClientSessionCache(0)
 // WithHTTPClient.
 //
 // Each ResilientClient gets a Transport of its own, so that its connections
-// are its own. That costs about 14 KB of heap and two goroutines per idle
-// client, for the one connection it keeps (net/http's 4 KiB read and write
-// buffers, the connection's reader and writer goroutines) and the
-// Transport's bookkeeping: 19 KB per idle client in all, where 1000
-// clients sharing one Transport cost 5.2 KB each (BenchmarkIdleClients).
-// What sharing would lose is isolation:
-//   - a keepalive probe tests the connection the client's next call will
-//     use; from a shared pool it tests whichever connection it is handed,
-//     and another client's call meets the dead one;
+// are its own. What sharing one would lose is isolation:
+//   - a keepalive probe tests the path the client's next call will take;
+//     from a shared pool it tests whichever connection it is handed, and
+//     another client's call meets the dead one;
 //   - a connection found dead under a request makes the client close its
 //     idle connections, which usually died with it (a restart, a middlebox
 //     that forgot its flows); on a shared Transport that closes every
@@ -364,15 +378,18 @@ var sessionTickets = tls.NewLRUClientSessionCache(0)
 //   - over HTTP/2 a shared Transport carries every client's calls on one
 //     connection, and one dead connection fails them all.
 //
-// An idle client keeps one connection, the one its probes use: LIFO reuse
-// leaves the others a burst opened idle until IdleConnTimeout closes them.
+// It is a wire.Renewable, so that a client gone idle keeps nothing of it
+// (WithKeepIdleConnection): with the connection its probes would keep (4 KiB
+// read and write buffers, a reader and a writer goroutine) and the
+// Transport's bookkeeping, an idle client cost 20 KB and two goroutines;
+// without, about 8 KB and none, where 1000 clients sharing one Transport
+// cost 5.6 KB each (BenchmarkIdleClients).
 //
 // Shared, since it carries nothing of any one client: the TLS session
 // cache, so that a fleet of clients reconnecting after an outage resumes
 // sessions instead of paying a full handshake each. Not shrunk: the
-// connection buffers; 1 KiB ones would bring an idle client to about 13 KB,
-// but made calls with 1-6 KB messages up to 10% (writes) and 40% (reads)
-// slower on loopback. A plain-http endpoint gets HTTP/1 only and no TLS
+// connection buffers; 1 KiB ones made calls with 1-6 KB messages up to 10%
+// (writes) and 40% (reads) slower on loopback. A plain-http endpoint gets HTTP/1 only and no TLS
 // config: Go would not speak HTTP/2 to it anyway, and the two cost 2 KB per
 // Transport.
 func tunedHTTPClient(endpoint *url.URL) *http.Client {
@@ -391,5 +408,5 @@ func tunedHTTPClient(endpoint *url.URL) *http.Client {
 		// http.DefaultTransport: 480 bytes a client, for no TLS.
 		t.TLSClientConfig = nil
 	}
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: wire.NewRenewable(t)}
 }

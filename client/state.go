@@ -139,6 +139,7 @@ func (n *stateNotifier) drain(done chan struct{}) {
 		n.mu.Lock()
 		if len(n.queue) == 0 {
 			n.running = false
+			n.queue = nil // an idle client keeps no queue
 			n.mu.Unlock()
 			return
 		}

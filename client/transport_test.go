@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // Default clients keep their connections apart but share TLS session
@@ -21,7 +23,7 @@ func TestDefaultClientsResumeEachOthersTLSSessions(t *testing.T) {
 	resumed := func() bool {
 		t.Helper()
 		hc := tunedHTTPClient(endpoint)
-		tr := hc.Transport.(*http.Transport)
+		tr := hc.Transport.(*wire.Renewable).Transport()
 		defer tr.CloseIdleConnections()
 		tr.TLSClientConfig.RootCAs = roots
 		resp, err := hc.Get(srv.URL)
@@ -41,7 +43,7 @@ func TestDefaultClientsResumeEachOthersTLSSessions(t *testing.T) {
 
 func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 	endpoint, _ := url.Parse("http://127.0.0.1:1/mcp")
-	tr := tunedHTTPClient(endpoint).Transport.(*http.Transport)
+	tr := tunedHTTPClient(endpoint).Transport.(*wire.Renewable).Transport()
 	if p := tr.Protocols; p == nil || !p.HTTP1() || p.HTTP2() || p.UnencryptedHTTP2() {
 		t.Errorf("protocols %v for a plain-http endpoint, want HTTP/1 only", p)
 	}
@@ -49,7 +51,7 @@ func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 		t.Error("a TLS config for a plain-http endpoint")
 	}
 	endpoint, _ = url.Parse("https://127.0.0.1:1/mcp")
-	tr = tunedHTTPClient(endpoint).Transport.(*http.Transport)
+	tr = tunedHTTPClient(endpoint).Transport.(*wire.Renewable).Transport()
 	if !tr.ForceAttemptHTTP2 {
 		t.Error("an https endpoint's transport would not try HTTP/2")
 	}

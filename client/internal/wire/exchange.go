@@ -233,7 +233,11 @@ func WatchStream(ctx context.Context, w StreamWatcher) context.Context {
 
 // NewTracker returns a Tracker sending through next.
 func NewTracker(next http.RoundTripper) *Tracker {
-	_, traced := next.(*http.Transport)
+	var traced bool
+	switch next.(type) {
+	case *http.Transport, *Renewable:
+		traced = true
+	}
 	return &Tracker{next: next, traced: traced}
 }
 

@@ -1,0 +1,66 @@
+package wire
+
+import (
+	"net/http"
+	"sync"
+)
+
+// Renewable is a net/http Transport that can be exchanged for a fresh copy
+// of itself, for a client that goes idle to keep nothing of its
+// connections: not the idle connection (a socket, 8 KB of buffers, two
+// goroutines), and not the bookkeeping an http.Transport keeps for good once
+// it has dialled (its maps of waiting requests and of cancel functions,
+// about 1.5 KB). Renew drops both; the next request dials on the copy.
+//
+// A Renewable is safe for concurrent use.
+type Renewable struct {
+	// mu: RoundTrip holds it shared while it hands a request to cur, and
+	// Renew exclusively while it exchanges cur, so that no request starts
+	// on a Transport whose idle connections were closed (it would park its
+	// connection there, out of reach, until IdleConnTimeout). A leaf.
+	mu  sync.RWMutex
+	cur *http.Transport
+}
+
+// NewRenewable returns a Renewable that starts with t.
+func NewRenewable(t *http.Transport) *Renewable { return &Renewable{cur: t} }
+
+// RoundTrip sends req on the current Transport. Only until the response's
+// headers: its body is read on the connection it came on, whatever Renew
+// does meanwhile.
+func (r *Renewable) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.cur.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the current Transport's idle connections.
+func (r *Renewable) CloseIdleConnections() {
+	r.mu.RLock()
+	cur := r.cur
+	r.mu.RUnlock()
+	cur.CloseIdleConnections()
+}
+
+// Renew exchanges the Transport for a fresh clone and closes the old one's
+// idle connections; those still in use close when their response ends. It
+// does nothing, and reports false, while a request is being handed to the
+// Transport: a client renews when it is idle, and one that is not has
+// nothing to gain.
+func (r *Renewable) Renew() bool {
+	if !r.mu.TryLock() {
+		return false
+	}
+	old := r.cur
+	r.cur = old.Clone()
+	r.mu.Unlock()
+	old.CloseIdleConnections()
+	return true
+}
+
+// Transport is the current Transport.
+func (r *Renewable) Transport() *http.Transport {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.cur
+}
