@@ -27,10 +27,18 @@ import (
 // itself as a value without a second allocation.
 type Exchange struct {
 	context.Context
-	mu      sync.Mutex // guards the fields below; a leaf
+	mu      sync.Mutex // guards the fields below but trace, ownTrace and first; a leaf
 	rec     Record
 	dialErr error // the first dial failure of this attempt
 	trace   httptrace.ClientTrace
+	// ownTrace: the exchange answers for httptrace's key itself (Bind).
+	ownTrace bool
+	// first is the guard of the call's first request, allocated with the
+	// exchange; taken (under mu) says it is in use, and never again: a
+	// guard lives as long as its answer's body, which may outlive the
+	// attempt.
+	first guard
+	taken bool
 
 	// What the guard (guard.go) saw during this attempt.
 	refused error   // the first answer it refused, and why
@@ -65,6 +73,27 @@ type Record struct {
 	RPCCode     int
 }
 
+// traceKey is the key under which httptrace keeps a context's ClientTrace.
+// It is unexported; it is learnt once, by asking httptrace for the trace of
+// a context that notes the key it is asked for. nil if httptrace ever asks
+// otherwise: Bind then takes the ordinary way.
+var traceKey = func() any {
+	var k keyNoter
+	httptrace.ContextClientTrace(&k)
+	return k.key
+}()
+
+// keyNoter is a context that notes the last key it was asked for.
+type keyNoter struct {
+	context.Context
+	key any
+}
+
+func (k *keyNoter) Value(key any) any {
+	k.key = key
+	return nil
+}
+
 // NewExchange returns an exchange for one call (or one request the client
 // makes on its own); Bind puts it in the context its requests go out under.
 func NewExchange() *Exchange {
@@ -95,20 +124,46 @@ type exchangeKey struct{}
 
 // Bind returns ctx carrying ex and its trace, for every request sent
 // under it. One per call, not per request: asking for the trace once here
-// spares the RoundTripper a copy of each request.
+// spares the RoundTripper a copy of each request. When ctx carries no trace
+// of its own, the exchange answers for httptrace's key itself, which spares
+// the call the context httptrace.WithClientTrace would add; when it does
+// (otelhttp's, the caller's), httptrace composes the two.
 func (ex *Exchange) Bind(ctx context.Context) context.Context {
-	ex.Context = httptrace.WithClientTrace(ctx, &ex.trace)
+	if traceKey != nil && httptrace.ContextClientTrace(ctx) == nil {
+		ex.Context, ex.ownTrace = ctx, true
+		return ex
+	}
+	ex.Context, ex.ownTrace = httptrace.WithClientTrace(ctx, &ex.trace), false
 	return ex
 }
 
-// Value answers for exchangeKey and passes every other key on. Done and the
-// cancelCtx behind it pass through unchanged, so contexts derived from an
-// exchange still hook into their parent without a goroutine.
+// Value answers for exchangeKey, and for httptrace's if Bind said so, and
+// passes every other key on. Done and the cancelCtx behind it pass through
+// unchanged, so contexts derived from an exchange still hook into their
+// parent without a goroutine.
 func (ex *Exchange) Value(key any) any {
-	if key == (exchangeKey{}) {
+	switch {
+	case key == (exchangeKey{}):
 		return ex
+	case ex.ownTrace && key == traceKey:
+		return &ex.trace
 	}
 	return ex.Context.Value(key)
+}
+
+// newGuard returns the guard of a request sent under ex: the exchange's own
+// for the first, a new one for any other.
+func (ex *Exchange) newGuard() *guard {
+	if ex == nil {
+		return new(guard)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.taken {
+		return new(guard)
+	}
+	ex.taken = true
+	return &ex.first
 }
 
 // Reset starts a new attempt.
@@ -342,7 +397,8 @@ func readRPCError(resp *http.Response) (code int, ok bool) {
 // guarded sends req with a guard (guard.go) on its answer, and reports
 // whether the answer is an event stream.
 func (t *Tracker) guarded(req *http.Request, ex *Exchange) (*http.Response, bool, error) {
-	g := &guard{t: t, ex: ex, limit: t.Limit}
+	g := ex.newGuard()
+	g.t, g.ex, g.limit = t, ex, t.Limit
 	if g.limit <= 0 {
 		g.limit = DefaultMaxResponseBytes
 	}
