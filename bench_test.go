@@ -208,15 +208,15 @@ func callsTake(b *testing.B, n, goroutines int, call callFunc) time.Duration {
 	return time.Since(start)
 }
 
-// BenchmarkCallLatency compares one sequential echo call through raw mcp-go
+// BenchmarkCallLatency compares sequential echo calls through raw mcp-go
 // and through a ResilientClient (keepalive on, the default 30s) on the same
 // in-process server, next to two references (bench_refs_test.go): the
 // official Go SDK's client with its default http.Client, as users have it,
 // and net/http posting the bytes raw mcp-go posts, the floor. Each
-// iteration makes one call through each, in the order raw, resilient,
-// go-sdk, net/http and back the other way in the next, so that drift in
-// the machine's speed falls on all alike; ns/op and allocs/op cover the
-// four calls. The per-client figures are reported as ns/call, allocs/call
+// iteration makes 16 calls through each client in turn, in an order that
+// changes from one iteration to the next, so that drift in the machine's
+// speed falls on all alike; ns/op and allocs/op cover the 64 calls. The
+// per-client figures are reported as ns/call, allocs/call
 // (ResilientClient), raw-ns/call, raw-allocs/call, gosdk-ns/call,
 // gosdk-allocs/call and nethttp-ns/call, nethttp-allocs/call, and their
 // comparison with raw mcp-go as x-raw (time ratio; 1.05 = 5% slower than
@@ -263,20 +263,31 @@ func benchCallLatency(b *testing.B, era testserver.Era, withDeadline bool) {
 	req := toolRequest("echo", map[string]any{"text": "x"})
 	const rawK, resilientK, sdkK, floorK = 0, 1, 2, 3
 	clients := []callFunc{rawK: raw.CallTool, resilientK: rc.CallTool, sdkK: sdk, floorK: floor}
+	// Each iteration makes latencyRun calls in a row through each client,
+	// in an order that changes from one iteration to the next: over three
+	// iterations each client's run comes once right after each other
+	// client's, never after its own. A call leaves work behind when it
+	// returns (goroutines finishing, garbage): measured, a call right
+	// after a go-sdk call took about 50µs longer than after any other
+	// client's, and taking turns call by call charged that to the others.
+	// In runs each client pays for its own, but for the first call of a
+	// run, which pays for the run before it, alike for all.
+	const latencyRun = 16
+	order := [3][4]int{ // of rawK, resilientK, sdkK, floorK = 0, 1, 2, 3
+		{0, 1, 2, 3},
+		{1, 3, 0, 2},
+		{0, 3, 2, 1},
+	}
 	var spent [4]time.Duration
 	for i := 0; b.Loop(); i++ {
-		// Take turns: forward, then backward, so that whatever the first
-		// call of an iteration pays (or leaves behind) falls on all alike.
-		for j := range clients {
-			k := j
-			if i%2 == 1 {
-				k = len(clients) - 1 - j
+		for _, k := range order[i%3] {
+			for range latencyRun {
+				spent[k] += timeCall(b, clients[k], req, withDeadline)
 			}
-			spent[k] += timeCall(b, clients[k], req, withDeadline)
 		}
 	}
 	b.StopTimer()
-	perCall := func(k int) float64 { return float64(spent[k]) / float64(b.N) }
+	perCall := func(k int) float64 { return float64(spent[k]) / float64(b.N*latencyRun) }
 	b.ReportMetric(perCall(resilientK), "ns/call")
 	b.ReportMetric(perCall(rawK), "raw-ns/call")
 	b.ReportMetric(perCall(resilientK)/perCall(rawK), "x-raw")
