@@ -86,15 +86,19 @@ func waitFor(b *testing.B, cond func() bool) {
 
 // BenchmarkThroughput compares ResilientClient with raw mcp-go, on the same
 // in-process server in the same sub-benchmark: b.N echo calls spread over
-// the goroutines, through a raw mcp-go client with its default http.Client,
-// as users have it; through a raw mcp-go client given an http.Client like
-// the one ResilientClient makes for itself (64 idle connections per host
-// instead of Go's default 2); and through a ResilientClient with the given
-// pool size. Each goes twice, in the order A B C C B A, for half the calls
-// each time, so that drift in the machine's speed falls on all alike.
-// Reported: the three rates, x-raw (ResilientClient / raw as users have it)
-// and x-raw-tuned (ResilientClient / raw on an equal HTTP client: what the
-// wrapper itself costs or gains under load).
+// the goroutines, through (A) a raw mcp-go client with its default
+// http.Client, as users have it; (B) a raw mcp-go client given an
+// http.Client like the one ResilientClient makes for itself (64 idle
+// connections per host instead of Go's default 2); (C) a ResilientClient
+// with the given pool size; and two references, each on an http.Client
+// like B's: (D) the official Go SDK's client, and (E) net/http posting the
+// bytes raw mcp-go posts, the floor (bench_refs_test.go). Each goes twice,
+// in the order A B C D E E D C B A, for half the calls each time, so that
+// drift in the machine's speed falls on all alike.
+// Reported: the five rates, x-raw (ResilientClient / raw as users have it),
+// x-raw-tuned (ResilientClient / raw on an equal HTTP client: what the
+// wrapper itself costs or gains under load), and the references on the
+// same HTTP client as B: gosdk-x-raw-tuned and nethttp-x-raw-tuned.
 func BenchmarkThroughput(b *testing.B) {
 	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
 	if err != nil {
@@ -117,10 +121,16 @@ func BenchmarkThroughput(b *testing.B) {
 				if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
 					b.Fatal(err)
 				}
-				clients := []func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error){raw.CallTool, tuned.CallTool, rc.CallTool}
-				var spent [3]time.Duration
+				sdkHTTP := likeResilientHTTPClient()
+				defer sdkHTTP.CloseIdleConnections()
+				sdk := goSDKClient(b, srv.URL(), sdkHTTP)
+				floorHTTP := likeResilientHTTPClient()
+				defer floorHTTP.CloseIdleConnections()
+				floor := netHTTPFloor(b, srv.URL(), floorHTTP)
+				clients := []callFunc{raw.CallTool, tuned.CallTool, rc.CallTool, sdk, floor}
+				var spent [5]time.Duration
 				first := b.N / 2
-				for _, k := range []int{0, 1, 2, 2, 1, 0} {
+				for _, k := range []int{0, 1, 2, 3, 4, 4, 3, 2, 1, 0} {
 					n := first
 					if spent[k] > 0 {
 						n = b.N - first
@@ -133,6 +143,10 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(rate(1), "raw-tuned-calls/s")
 				b.ReportMetric(rate(2)/rate(0), "x-raw")
 				b.ReportMetric(rate(2)/rate(1), "x-raw-tuned")
+				b.ReportMetric(rate(3), "gosdk-calls/s")
+				b.ReportMetric(rate(3)/rate(1), "gosdk-x-raw-tuned")
+				b.ReportMetric(rate(4), "nethttp-calls/s")
+				b.ReportMetric(rate(4)/rate(1), "nethttp-x-raw-tuned")
 			})
 		}
 	}
@@ -174,7 +188,7 @@ func rawClient(b *testing.B, url string, opts ...transport.StreamableHTTPCOption
 
 // callsTake makes n echo calls over the given number of goroutines and
 // returns how long they took.
-func callsTake(b *testing.B, n, goroutines int, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)) time.Duration {
+func callsTake(b *testing.B, n, goroutines int, call callFunc) time.Duration {
 	b.Helper()
 	req := toolRequest("echo", map[string]any{"text": "x"})
 	var next atomic.Int64
@@ -194,20 +208,26 @@ func callsTake(b *testing.B, n, goroutines int, call func(context.Context, mcp.C
 	return time.Since(start)
 }
 
-// BenchmarkCallLatency compares one sequential echo call through raw mcp-go
+// BenchmarkCallLatency compares sequential echo calls through raw mcp-go
 // and through a ResilientClient (keepalive on, the default 30s) on the same
-// in-process server. Each iteration makes one call through each, so that
-// drift in the machine's speed falls on both alike; ns/op and allocs/op
-// cover the pair; the per-client figures are reported
-// as ns/call, allocs/call (ResilientClient) and raw-ns/call, raw-allocs/call,
-// and their comparison as x-raw (time ratio; 1.05 = 5% slower than raw) and
-// extra-allocs/call. Allocation counts include the in-process server's,
-// which is the same for both, so the difference is the client's.
+// in-process server, next to two references (bench_refs_test.go): the
+// official Go SDK's client with its default http.Client, as users have it,
+// and net/http posting the bytes raw mcp-go posts, the floor. Each
+// iteration makes 16 calls through each client in turn, in an order that
+// changes from one iteration to the next, so that drift in the machine's
+// speed falls on all alike; ns/op and allocs/op cover the 64 calls. The
+// per-client figures are reported as ns/call, allocs/call
+// (ResilientClient), raw-ns/call, raw-allocs/call, gosdk-ns/call,
+// gosdk-allocs/call and nethttp-ns/call, nethttp-allocs/call, and their
+// comparison with raw mcp-go as x-raw (time ratio; 1.05 = 5% slower than
+// raw), gosdk-x-raw, nethttp-x-raw and extra-allocs/call (ResilientClient's
+// allocations beyond raw's). Allocation counts include the in-process
+// server's, which is the same for all, so the difference is the client's.
 //
-// With ctx=background both are called with context.Background(), so the
+// With ctx=background all are called with context.Background(), so the
 // ResilientClient adds the deadline of WithCallTimeout (a cancellable
 // context under every request, which mcp-go and net/http then pay for);
-// with ctx=deadline both get a context with a deadline, as careful agent
+// with ctx=deadline all get a context with a deadline, as careful agent
 // code passes, and only the wrapper itself is compared.
 func BenchmarkCallLatency(b *testing.B) {
 	for _, era := range []testserver.Era{testserver.SessionEra, testserver.StatelessEra} {
@@ -236,35 +256,60 @@ func benchCallLatency(b *testing.B, era testserver.Era, withDeadline bool) {
 	if _, err := rc.Initialize(context.Background(), benchInit()); err != nil {
 		b.Fatal(err)
 	}
+	sdk := goSDKClient(b, srv.URL(), nil)
+	floorHTTP := likeResilientHTTPClient()
+	defer floorHTTP.CloseIdleConnections()
+	floor := netHTTPFloor(b, srv.URL(), floorHTTP)
 	req := toolRequest("echo", map[string]any{"text": "x"})
-	var rawNs, ns time.Duration
+	const rawK, resilientK, sdkK, floorK = 0, 1, 2, 3
+	clients := []callFunc{rawK: raw.CallTool, resilientK: rc.CallTool, sdkK: sdk, floorK: floor}
+	// Each iteration makes latencyRun calls in a row through each client,
+	// in an order that changes from one iteration to the next: over three
+	// iterations each client's run comes once right after each other
+	// client's, never after its own. A call leaves work behind when it
+	// returns (goroutines finishing, garbage): measured, a call right
+	// after a go-sdk call took about 50µs longer than after any other
+	// client's, and taking turns call by call charged that to the others.
+	// In runs each client pays for its own, but for the first call of a
+	// run, which pays for the run before it, alike for all.
+	const latencyRun = 16
+	order := [3][4]int{ // of rawK, resilientK, sdkK, floorK = 0, 1, 2, 3
+		{0, 1, 2, 3},
+		{1, 3, 0, 2},
+		{0, 3, 2, 1},
+	}
+	var spent [4]time.Duration
 	for i := 0; b.Loop(); i++ {
-		// Take turns going first, so that whatever the first call of a
-		// pair pays (or leaves behind) falls on both alike.
-		if i%2 == 0 {
-			rawNs += timeCall(b, raw.CallTool, req, withDeadline)
-			ns += timeCall(b, rc.CallTool, req, withDeadline)
-		} else {
-			ns += timeCall(b, rc.CallTool, req, withDeadline)
-			rawNs += timeCall(b, raw.CallTool, req, withDeadline)
+		for _, k := range order[i%3] {
+			for range latencyRun {
+				spent[k] += timeCall(b, clients[k], req, withDeadline)
+			}
 		}
 	}
 	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(ns)/n, "ns/call")
-	b.ReportMetric(float64(rawNs)/n, "raw-ns/call")
-	b.ReportMetric(float64(ns)/float64(rawNs), "x-raw")
+	perCall := func(k int) float64 { return float64(spent[k]) / float64(b.N*latencyRun) }
+	b.ReportMetric(perCall(resilientK), "ns/call")
+	b.ReportMetric(perCall(rawK), "raw-ns/call")
+	b.ReportMetric(perCall(resilientK)/perCall(rawK), "x-raw")
+	b.ReportMetric(perCall(sdkK), "gosdk-ns/call")
+	b.ReportMetric(perCall(sdkK)/perCall(rawK), "gosdk-x-raw")
+	b.ReportMetric(perCall(floorK), "nethttp-ns/call")
+	b.ReportMetric(perCall(floorK)/perCall(rawK), "nethttp-x-raw")
 	// Exact counts, as -benchmem takes them, one client at a time.
-	allocs := testing.AllocsPerRun(200, func() { timeCall(b, rc.CallTool, req, withDeadline) })
-	rawAllocs := testing.AllocsPerRun(200, func() { timeCall(b, raw.CallTool, req, withDeadline) })
-	b.ReportMetric(allocs, "allocs/call")
+	allocs := func(k int) float64 {
+		return testing.AllocsPerRun(200, func() { timeCall(b, clients[k], req, withDeadline) })
+	}
+	resilientAllocs, rawAllocs := allocs(resilientK), allocs(rawK)
+	b.ReportMetric(resilientAllocs, "allocs/call")
 	b.ReportMetric(rawAllocs, "raw-allocs/call")
-	b.ReportMetric(allocs-rawAllocs, "extra-allocs/call")
+	b.ReportMetric(resilientAllocs-rawAllocs, "extra-allocs/call")
+	b.ReportMetric(allocs(sdkK), "gosdk-allocs/call")
+	b.ReportMetric(allocs(floorK), "nethttp-allocs/call")
 }
 
 // timeCall times one call, made with a context that has a deadline if
 // withDeadline is set.
-func timeCall(b *testing.B, call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), req mcp.CallToolRequest, withDeadline bool) time.Duration {
+func timeCall(b *testing.B, call callFunc, req mcp.CallToolRequest, withDeadline bool) time.Duration {
 	start := time.Now()
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if withDeadline {
