@@ -1,0 +1,268 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
+
+// This file is the jsonScanner's hot loop: skipping what the guard does not
+// read, the contents of strings and the nested objects and arrays of an
+// answer, which are almost all of its bytes. It must stay linear, and
+// cheap, on any bytes: JSON carried as text escapes every quote of its own
+// (one escape every few bytes), and structured content is brackets and
+// short strings throughout.
+//
+// Where quotes are few, bytes.IndexByte (vectorized by the runtime) finds
+// the next one, and the run of backslashes before it tells whether it is
+// escaped. Where they are dense, 64-byte blocks are read eight bytes at a
+// time into bitmasks, one bit per byte (of quotes, backslashes, brackets),
+// and the escapes, strings and brackets of the whole block are worked out
+// with a few word operations, as simdjson's first stage does with SIMD:
+// see Langdale and Lemire, "Parsing Gigabytes of JSON per Second" (2019).
+// Bytes at the end of a read too few for a block go one at a time. State
+// carried from one read to the next (in a string, after a backslash, how
+// deep) is what the byte-at-a-time loop keeps, so a read may end anywhere.
+
+const (
+	blockLen = 64 // bytes per block: one bit each in a uint64
+
+	ones8 = 0x0101010101010101 // times a byte: the byte in every byte of a word
+	high8 = 0x8080808080808080
+	low7  = 0x7f7f7f7f7f7f7f7f
+	// gather moves the high bits of a word's eight bytes into its top
+	// byte, byte i's to bit 56+i: bit 8i+7 times 2^(7(7-i)) lands there,
+	// and no two products overlap, so nothing carries.
+	gather = 0x0002040810204081
+
+	oddBits = 0xaaaaaaaaaaaaaaaa // the bits of a block's odd bytes
+)
+
+// byteMask is the mask of the bytes of the word x (little endian: bit i
+// for x's byte i) that are c, an ASCII byte; low is x&low7.
+func byteMask(x, low uint64, c byte) uint64 {
+	// Adding 0x7f to a byte's low seven bits, XORed with c's, sets its
+	// high bit unless they were c's, and carries into no other byte; the
+	// OR sets it for a byte over 0x7f. The bytes left without it are c.
+	t := ((low ^ ones8*uint64(c)) + low7) | x
+	return (^t & high8) * gather >> 56
+}
+
+// stringMasks reads a block for stringEnd: its quotes and backslashes.
+func stringMasks(b *[blockLen]byte) (quotes, backslashes uint64) {
+	for k := 0; k < blockLen; k += 8 {
+		x := binary.LittleEndian.Uint64(b[k : k+8])
+		low := x & low7
+		quotes |= byteMask(x, low, '"') << k
+		backslashes |= byteMask(x, low, '\\') << k
+	}
+	return quotes, backslashes
+}
+
+// nestedMasks reads a block for nested: its quotes, backslashes, opening
+// brackets ('{', '[') and closing ones ('}', ']').
+func nestedMasks(b *[blockLen]byte) (quotes, backslashes, opens, closes uint64) {
+	for k := 0; k < blockLen; k += 8 {
+		x := binary.LittleEndian.Uint64(b[k : k+8])
+		low := x & low7
+		quotes |= byteMask(x, low, '"') << k
+		backslashes |= byteMask(x, low, '\\') << k
+		// '[' and ']' are '{' and '}' without the bit 0x20, and no other
+		// bytes are '{' or '}' with it.
+		low |= ones8 * 0x20
+		opens |= byteMask(x, low, '{') << k
+		closes |= byteMask(x, low, '}') << k
+	}
+	return quotes, backslashes, opens, closes
+}
+
+// escapedBytes returns the mask of a block's bytes that are escaped: the
+// byte after an odd run of backslashes, and the second, fourth... of a
+// run. carry (0 or 1) says the block's first byte is escaped by the last
+// block; carryOut, the same of the next block's.
+//
+// This is simdjson's method. The backslashes that can escape (all but
+// one carried in) are p. For each run of them, from bit s to bit e,
+// (p<<1 | oddBits) - p leaves bit e+1 set, and the run's own bits
+// cleared, if s is odd; if s is even, it borrows through the run, leaving
+// its bits set and bit e+1 cleared. XORed with oddBits, that marks the
+// run's bits s, s+2, s+4... (the backslashes that escape) and bit e+1
+// exactly when e+1-s, the run's length, is odd. Between runs, nothing
+// borrows.
+func escapedBytes(backslashes, carry uint64) (escaped, carryOut uint64) {
+	p := backslashes &^ carry
+	t := ((p<<1 | oddBits) - p) ^ oddBits
+	// t's backslashes escape; the others are escaped, as are t's other
+	// bits (the bytes after odd runs) and a first byte escaped by carry.
+	return t ^ (backslashes | carry), (t & backslashes) >> 63
+}
+
+// prefixXOR sets each bit of x to the XOR of it and the bits below it: of
+// a mask of quotes, the bytes from each opening quote to its closing one,
+// that one excluded.
+func prefixXOR(x uint64) uint64 {
+	x ^= x << 1
+	x ^= x << 2
+	x ^= x << 4
+	x ^= x << 8
+	x ^= x << 16
+	x ^= x << 32
+	return x
+}
+
+// stringEnd finds the quote that ends a JSON string in p, which begins
+// inside the string; escaped says p[0] is escaped (the bytes before p ended
+// in an unpaired backslash). It returns the quote's index, or -1 and
+// whether p ends in an unpaired backslash.
+//
+// It looks for the next quote with IndexByte, and decides whether it is
+// escaped by the run of backslashes just before it: an odd run escapes it.
+// After an escaped quote, it goes on by blocks, which find every quote
+// and escape of 64 bytes at once, until it meets a block without a quote.
+// Every byte is looked at a bounded number of times either way, so the
+// scan is linear.
+func stringEnd(p []byte, escaped bool) (end int, escapedAfter bool) {
+	i := 0
+	for {
+		if escaped {
+			if i == len(p) {
+				return -1, true
+			}
+			i++
+		}
+		q := bytes.IndexByte(p[i:], '"')
+		if q < 0 {
+			return -1, oddBackslashes(p[i:])
+		}
+		q += i
+		// p[i-1], if any, is not a backslash that escapes: the run before
+		// q starts at i at the earliest.
+		if !oddBackslashes(p[i:q]) {
+			return q, false
+		}
+		// An escaped quote: JSON carried as text, most likely, with one
+		// every few bytes, each an IndexByte call.
+		i = q + 1
+		var carry uint64
+		for len(p)-i >= blockLen {
+			quotes, backslashes := stringMasks((*[blockLen]byte)(p[i:]))
+			esc, next := escapedBytes(backslashes, carry)
+			if ends := quotes &^ esc; ends != 0 {
+				return i + bits.TrailingZeros64(ends), false
+			}
+			i, carry = i+blockLen, next
+			if quotes == 0 {
+				break // quotes are sparse again
+			}
+		}
+		escaped = carry != 0
+	}
+}
+
+// oddBackslashes reports whether p ends in an odd run of backslashes: the
+// last one escapes what follows p.
+func oddBackslashes(p []byte) bool {
+	n := 0
+	for i := len(p) - 1; i >= 0 && p[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// nested skips through an object or array value from p[i], and returns the
+// index of the last byte it consumed: the bracket that closes the value,
+// or p's last byte.
+func (s *jsonScanner) nested(p []byte, i int) int {
+	bytewise := 0 // p[:bytewise] is read a byte at a time
+	for i < len(p) {
+		if s.str {
+			j, esc := stringEnd(p[i:], s.esc)
+			if j < 0 {
+				s.esc = esc
+				return len(p) - 1
+			}
+			i += j + 1
+			s.str, s.esc = false, false
+			continue
+		}
+		if i >= bytewise && len(p)-i >= blockLen {
+			n, how := s.nestedBlocks(p[i:])
+			switch how {
+			case blocksEnded:
+				s.endValue()
+				s.phase = phAfter
+				return i + n
+			case blocksNotJSON:
+				bytewise = i + n + blockLen
+			}
+			i += n
+			continue
+		}
+		switch p[i] {
+		case '"':
+			s.str = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			if s.depth--; s.depth == 0 {
+				s.endValue()
+				s.phase = phAfter
+				return i
+			}
+		}
+		i++
+	}
+	return len(p) - 1
+}
+
+// How nestedBlocks stopped.
+const (
+	blocksMore    = iota // p has less than a block left, or a string to skip
+	blocksEnded          // the value ended
+	blocksNotJSON        // the next block is not JSON: read it a byte at a time
+)
+
+// nestedBlocks skips p, which begins in a nested value outside its
+// strings, by blocks. It returns how many bytes it consumed, or the index
+// of the bracket that ends the value.
+func (s *jsonScanner) nestedBlocks(p []byte) (n int, how int) {
+	depth := int(s.depth)
+	var inString, carry uint64 // in a string at the block's start: all ones
+	for ; len(p)-n >= blockLen; n += blockLen {
+		quotes, backslashes, opens, closes := nestedMasks((*[blockLen]byte)(p[n:]))
+		esc, next := escapedBytes(backslashes, carry)
+		strs := prefixXOR(quotes&^esc) ^ inString
+		if backslashes&^strs != 0 {
+			// A backslash outside a string, which escapes nothing there:
+			// the masks, which take every backslash for an escape, may be
+			// wrong from it on. It is not JSON (mcp-go fails on it too), but
+			// the byte loop reads it as it always has.
+			s.str, s.esc, s.depth = inString != 0, carry != 0, int32(depth)
+			return n, blocksNotJSON
+		}
+		opens &^= strs
+		closes &^= strs
+		if c := bits.OnesCount64(closes); c < depth {
+			depth += bits.OnesCount64(opens) - c // the value goes on
+		} else {
+			// It may end here: follow the brackets in order.
+			for m := opens | closes; m != 0; m &= m - 1 {
+				if opens&(m&-m) != 0 {
+					depth++
+				} else if depth--; depth == 0 {
+					s.str, s.esc, s.depth = false, false, 0
+					return n + bits.TrailingZeros64(m), blocksEnded
+				}
+			}
+		}
+		inString, carry = -(strs >> 63), next
+		if strs == ^uint64(0) {
+			// A block all string: a long one, which stringEnd skips
+			// faster.
+			n += blockLen
+			break
+		}
+	}
+	s.str, s.esc, s.depth = inString != 0, carry != 0, int32(depth)
+	return n, blocksMore
+}
