@@ -58,7 +58,7 @@ func TestEscapedBytes(t *testing.T) {
 	}
 }
 
-func TestByteMask(t *testing.T) {
+func TestNotByte(t *testing.T) {
 	for _, c := range []byte{'"', '\\', '{', '}'} {
 		for v := range 256 {
 			for pos := range 8 {
@@ -78,10 +78,39 @@ func TestByteMask(t *testing.T) {
 				if byte(v) == c {
 					want = 1 << pos
 				}
-				if got := byteMask(x, x&low7, c); got != want {
-					t.Fatalf("byteMask(% x, %q) = %08b, want %08b", b, c, got, want)
+				if got := ^notByte(x, x&low7, c) >> 56; got != want {
+					t.Fatalf("notByte(% x, %q) = %08b, want %08b", b, c, got, want)
 				}
 			}
+		}
+	}
+}
+
+// The masks of blocks of bytes that are, or are near (a bit apart, or
+// over 0x7f), those looked for.
+func TestMasks(t *testing.T) {
+	const alphabet = "\"\\{}[]\x22\x5c\x7b\x7d\x5b\x5d\xa2\xdc\xfb\xfd\xdb\xdd\x02\x1c\x23\x5e\x3b\x7f\x80\xffa "
+	r := rand.New(rand.NewPCG(6, 7))
+	var b [blockLen]byte
+	for range 20000 {
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		var want [4]uint64
+		for i, c := range b {
+			for k, set := range [4]string{`"`, `\`, "{[", "}]"} {
+				if strings.IndexByte(set, c) >= 0 {
+					want[k] |= 1 << i
+				}
+			}
+		}
+		q, s := stringMasks(&b)
+		nq, ns, o, c := nestedMasks(&b)
+		if got := [4]uint64{q, s, want[2], want[3]}; got != want {
+			t.Fatalf("stringMasks(%q) = %064b, %064b; want %064b, %064b", b, q, s, want[0], want[1])
+		}
+		if got := [4]uint64{nq, ns, o, c}; got != want {
+			t.Fatalf("nestedMasks(%q) = %064b; want %064b", b, got, want)
 		}
 	}
 }
@@ -348,6 +377,28 @@ func BenchmarkStringEnd(b *testing.B) {
 			b.SetBytes(int64(len(p)))
 			for b.Loop() {
 				if j, _ := stringEnd(p, false); j != len(p)-1 {
+					b.Fatal(j)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkNested(b *testing.B) {
+	for _, kind := range []string{"objects", "deep"} {
+		var item string
+		switch kind {
+		case "objects":
+			item = `{"id":1234,"name":"a name","tags":["x","y"],"path":"C:\\\\dir"},`
+		case "deep":
+			item = strings.Repeat("[", 100) + "1" + strings.Repeat("]", 100) + ","
+		}
+		p := []byte(strings.Repeat(item, (1<<20)/len(item)) + `]`)
+		b.Run(kind, func(b *testing.B) {
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				s := jsonScanner{phase: phNested, depth: 1}
+				if j := s.nested(p, 0); j != len(p)-1 || s.phase != phAfter {
 					b.Fatal(j)
 				}
 			}
