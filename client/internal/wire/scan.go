@@ -55,8 +55,9 @@ func notByte(x, low uint64, c byte) uint64 {
 // saves an operation per word. The calls are unrolled: a loop, with its
 // variable shift, costs a fifth more.
 
-// stringMasks reads a block for stringEnd: its quotes and backslashes.
-func stringMasks(b *[blockLen]byte) (quotes, backslashes uint64) {
+// stringMasksSWAR reads a block for stringEnd: its quotes and
+// backslashes. (stringMasks is this, or the same with SIMD instructions.)
+func stringMasksSWAR(b *[blockLen]byte) (quotes, backslashes uint64) {
 	var q, s uint64
 	q, s = pairWord(q, s, word(b, 0), '"', '\\')
 	q, s = pairWord(q, s, word(b, 8), '"', '\\')
@@ -69,9 +70,10 @@ func stringMasks(b *[blockLen]byte) (quotes, backslashes uint64) {
 	return ^q, ^s
 }
 
-// nestedMasks reads a block for nested: its quotes, backslashes, opening
-// brackets ('{', '[') and closing ones ('}', ']').
-func nestedMasks(b *[blockLen]byte) (quotes, backslashes, opens, closes uint64) {
+// nestedMasksSWAR reads a block for nested: its quotes, backslashes,
+// opening brackets ('{', '[') and closing ones ('}', ']'). (nestedMasks is
+// this, or the same with SIMD instructions.)
+func nestedMasksSWAR(b *[blockLen]byte) (quotes, backslashes, opens, closes uint64) {
 	var q, s, o, c uint64
 	q, s = pairWord(q, s, word(b, 0), '"', '\\')
 	o, c = pairWord(o, c, word(b, 0)|brackets, '{', '}')
