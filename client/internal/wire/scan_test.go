@@ -7,9 +7,10 @@ import (
 )
 
 // The scanner's fast skips (scan.go) are held to byte-at-a-time references
-// that are correct by inspection, on inputs built to put every length of
-// backslash run at every place around the 8-byte words and 64-byte blocks,
-// and on random ones, cut into reads at every place.
+// that are correct by inspection, on inputs built to put backslash runs of
+// every length up to two blocks across the edges of 64-byte blocks, and
+// runs of the lengths around a word's and a block's at every place, and on
+// random ones; cut into reads at every place.
 
 // refEscaped is escapedBytes one bit at a time.
 func refEscaped(backslashes, carry uint64) (escaped, carryOut uint64) {
