@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,24 +29,49 @@ func BenchmarkGuard(b *testing.B) {
 			return strings.Repeat(item, size/len(item)+1)[:size]
 		},
 	}
+	// Structured content of a tool's answer, the guard skipping it as a
+	// nested value: many small objects (the same items as jsontext, not
+	// carried as text), or arrays nested deep.
+	values := map[string]func(size int) string{
+		"objects": func(size int) string {
+			const item = `{"id":1234,"name":"a name","tags":["x","y"],"path":"C:\\dir"}`
+			return repeatJoined(item, size)
+		},
+		"deep": func(size int) string {
+			const depth = 100
+			return repeatJoined(strings.Repeat("[", depth)+"1"+strings.Repeat("]", depth), size)
+		},
+	}
 	answer := func(text string) []byte {
 		return []byte(`{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"` + text + `"}]}}`)
 	}
-	for _, kind := range []string{"plain", "jsontext", "lines"} {
+	structured := func(value string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":12,"result":{"content":[],"structuredContent":{"items":` + value + `}}}`)
+	}
+	for _, kind := range []string{"plain", "jsontext", "lines", "objects", "deep"} {
 		for _, size := range []int{64, 1 << 20} {
 			if kind != "plain" && size < 1<<20 {
 				continue
 			}
-			text := texts[kind](size)
-			if kind != "plain" {
-				// Cut after a whole escape, so that the string ends where
-				// the answer says.
-				for strings.HasSuffix(text, `\`) {
-					text = text[:len(text)-1]
+			var body []byte
+			if value, ok := values[kind]; ok {
+				body = structured(value(size))
+			} else {
+				text := texts[kind](size)
+				if kind != "plain" {
+					// Cut after a whole escape, so that the string ends
+					// where the answer says.
+					for strings.HasSuffix(text, `\`) {
+						text = text[:len(text)-1]
+					}
 				}
+				body = answer(text)
+			}
+			if !json.Valid(body) {
+				b.Fatalf("%s: the answer is not JSON", kind)
 			}
 			for _, sse := range []bool{false, true} {
-				body, contentType := answer(text), "application/json"
+				body, contentType := body, "application/json"
 				if sse {
 					body, contentType = append(append([]byte("event: message\ndata: "), body...), "\n\n"...), "text/event-stream"
 				}
@@ -53,6 +79,12 @@ func BenchmarkGuard(b *testing.B) {
 			}
 		}
 	}
+}
+
+// repeatJoined is a JSON array of copies of item, about size bytes long.
+func repeatJoined(item string, size int) string {
+	n := max(size/(len(item)+1), 1)
+	return "[" + strings.Repeat(item+",", n-1) + item + "]"
 }
 
 func benchGuard(b *testing.B, kind string, body []byte, contentType string, sse bool) {

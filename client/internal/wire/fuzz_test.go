@@ -57,6 +57,10 @@ var jsonSeeds = []string{
 	`{"result":{"t":"a\\"},"id":8}`,
 	`{"result":"\\\\\\","id":8}`,
 	`{"result":{"t":"\n\n\n\n\\\"\n"},"ID":8}`,
+	// Longer than a block of the scan (scan.go): escapes, strings and
+	// brackets across blocks.
+	`{"result":{"text":"` + strings.Repeat(`{\"id\":8,\"a\":[\"x\\\\\"]},`, 6) + `"},"id":7}`,
+	`{"result":{"items":[` + strings.Repeat(`{"id":8,"t":"\\\"]}"},[[1]],`, 6) + `{}]},"id":8}`,
 }
 
 // FuzzGuardJSON holds the guard to mcp-go's decoding of a JSON answer: an
@@ -141,6 +145,7 @@ var sseSeeds = []string{
 	"data: {\"id\":7.0}\n\n",
 	"data: " + strings.Repeat("x", 300) + "\n\n",
 	strings.Repeat(": comment\n", 40),
+	"data: {\"result\":{\"items\":[" + strings.Repeat(`{"id":8,"t":"\\\"]}"},[[1]],`, 6) + "{}]},\"id\":8}\n\n",
 }
 
 // FuzzGuardSSE holds the guard to mcp-go's reading of an SSE stream: the
