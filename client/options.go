@@ -208,7 +208,7 @@ func WithKeepIdleConnection(keep bool) Option {
 // wrapped, never modified.
 //
 // Many ResilientClients may share one http.Client. An idle client then
-// costs about 5.6 KB instead of 8 KB, but the clients share their
+// costs about 6 KB instead of 8 KB, but the clients share their
 // connections' fate: a probe no longer tests the connection the client's
 // next call will use, and a client that finds a connection dead closes the
 // idle connections of all of them. The default gives each client its own.
@@ -383,7 +383,7 @@ var sessionTickets = tls.NewLRUClientSessionCache(0)
 // read and write buffers, a reader and a writer goroutine) and the
 // Transport's bookkeeping, an idle client cost 20 KB and two goroutines;
 // without, about 8 KB and none, where 1000 clients sharing one Transport
-// cost 5.6 KB each (BenchmarkIdleClients).
+// cost 6 KB each (BenchmarkIdleClients).
 //
 // Shared, since it carries nothing of any one client: the TLS session
 // cache, so that a fleet of clients reconnecting after an outage resumes
