@@ -45,8 +45,7 @@ type ResilientClient struct {
 	endpoint         string
 	opts             options
 	httpClient       *http.Client
-	ownHTTPClient    bool
-	ownTransport     *wire.Renewable // the own HTTP client's, renewed when the client goes idle; nil with WithHTTPClient
+	ownTransport     *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
 	transportOptions []transport.StreamableHTTPCOption
 	log              *slog.Logger
 	oauth            *auth.OAuth // WithOAuth's token source, nil without
@@ -82,9 +81,11 @@ type ResilientClient struct {
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
 	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
-	// wire.Exchange.mu, and the health monitor's, the retry budget's and
+	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
+	// handed to net/http, and taken exclusively only by TryLock, so it
+	// never waits on one), and the health monitor's, the retry budget's and
 	// the token layer's own (auth documents its order). No request is
-	// sent, and no user code runs (the state and notification handlers,
+	// sent but under Renewable.mu's shared hold, and no user code runs (the state and notification handlers,
 	// the logger's handler, the grant store), under any lock of the
 	// client: the notifier and the dispatcher call handlers from their own
 	// goroutines.
@@ -125,8 +126,8 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.elicitationDefaults = elicitationDefaults
 	base := o.httpClient
 	if base == nil {
-		base, c.ownHTTPClient = tunedHTTPClient(u), true
-		c.ownTransport, _ = base.Transport.(*wire.Renewable)
+		base = tunedHTTPClient(u)
+		c.ownTransport = base.Transport.(*wire.Renewable)
 	}
 	next := base.Transport
 	if next == nil {
@@ -265,7 +266,7 @@ func (c *ResilientClient) Close() error {
 		}
 		c.notifications.close()
 		c.notifier.wait()
-		if c.ownHTTPClient {
+		if c.ownTransport != nil {
 			c.httpClient.CloseIdleConnections()
 		}
 	})
