@@ -29,7 +29,7 @@ func TestIteratorsAcrossRestart(t *testing.T) {
 				}
 			}
 			tools := collect(t, r.c.IterTools(ctx, mcp.ListToolsRequest{}), func(t mcp.Tool) string { return t.Name }, restart)
-			want := []string{"add", "ask", "echo", "increment", "profile", "progress", "progressRead", "slow"}
+			want := []string{"add", "ask", "echo", "increment", "profile", "progress", "progressRead", "slow", "work"}
 			if !slices.Equal(tools, want) {
 				t.Errorf("IterTools across a restart yielded %v, want %v", tools, want)
 			}

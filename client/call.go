@@ -39,15 +39,28 @@ func (c *ResilientClient) do(ctx context.Context, method, tool string, send func
 // itself (listing tools to decide a replay).
 func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
 	ct := c.obs.callOf(ctx)
-	ctx, cancel := c.callContext(ctx)
+	o := callOptionsOf(ctx)
+	repeat, failFast := policy.RepeatByNature, false
+	if o != nil {
+		if o.invalid != nil {
+			return o.invalid
+		}
+		repeat, failFast = o.repeat, o.failFast
+	}
+	ctx, pc, cancel := c.govern(ctx, o)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
+	if pc != nil {
+		ex.RewriteRequests(pc.rewrite)
+	}
 	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff}}
-	safe := func() bool { return tool == "" || c.toolSafe(ctx, tool) }
+	safe := func() bool {
+		return policy.SafeToRepeat(repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
+	}
 	for {
-		lease, err := c.pool.Acquire(ctx)
+		lease, err := c.acquire(ctx, failFast)
 		if err != nil {
 			r.CtxErr = ctx.Err()
 			return c.acquireFailed(&r, err)
@@ -62,7 +75,13 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		r.Revalidate = false
 		ex.Reset()
+		if pc != nil {
+			pc.sending()
+		}
 		err = send(ct.attempt(ctx, s), s)
+		if pc != nil {
+			pc.sent()
+		}
 		lease.Release()
 		if err == nil {
 			ct.attempted(nil, false)
@@ -89,6 +108,17 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		a := r.After(v, safe, deadline)
 		if a.Discard != policy.NoLoss {
 			lease.Discard(&lostError{kind: a.Discard, err: err})
+		}
+		c.noteOutcome(v)
+		if pc != nil && pc.idle > 0 && r.CtxErr != nil && v.Sent {
+			// A call governed by progress ended by its idle timeout or its
+			// absolute bound: the server is told to stop.
+			c.tellCancelled(s, ex, context.Cause(ctx))
+		}
+		if np := pc.noProgress(); np != nil && a.End == policy.GiveUp {
+			a.Why = np.Error()
+			a.Also = append(a.Also, np)
+			err = nil // the cause is the client's own cancellation
 		}
 		if a.CloseIdle {
 			// A connection that died under a request usually died with its
@@ -167,15 +197,31 @@ func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *sessio
 	return nil
 }
 
+// acquire leases a session for a call: it waits for one while there is
+// none, unless the policy says to fail fast (WhileNoSession).
+func (c *ResilientClient) acquire(ctx context.Context, failFast bool) (*pool.Lease[*session], error) {
+	if !failFast && c.breaker.after == 0 {
+		return c.pool.Acquire(ctx)
+	}
+	stop := c.stopWaiting[0]
+	if failFast {
+		stop = c.stopWaiting[1]
+	}
+	return c.pool.AcquireWith(ctx, stop)
+}
+
 // acquireFailed turns the reason no session could be had into the caller's
 // error.
 func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	var wait *pool.WaitError
+	var ff *failedFast
 	switch {
 	case errors.Is(err, pool.ErrClosed), c.closed.Load():
 		return r.closed(nil)
 	case errors.As(err, &wait):
 		return r.fail("no session before the deadline", wait)
+	case errors.As(err, &ff):
+		return r.fail(ff.why, ff.last)
 	}
 	// Opening a session failed with an error no retry can fix: the
 	// server's own answer to the handshake.

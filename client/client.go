@@ -65,6 +65,10 @@ type ResilientClient struct {
 	memory         memory      // subscriptions and logging level, restored on every new session
 	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
 
+	progress    progressRegistry                // calls followed by their progress, by token
+	breaker     breaker                         // WithFailFastAfter
+	stopWaiting [2]func(pool.Waiting) error     // what a call without a session asks while it waits; [1] for FailFast calls
+
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
@@ -182,8 +186,18 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 		OnDialError: func(member int, err error, next time.Duration) {
 			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
+			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
 	})
+	c.breaker.after = o.failFastAfter
+	c.breaker.onChange = func(open bool, since time.Time) {
+		c.notifier.push(stateEvent{breaker: &BreakerState{Open: open, OutageSince: since}})
+	}
+	c.breaker.wake = c.pool.Wake
+	c.stopWaiting = [2]func(pool.Waiting) error{
+		func(w pool.Waiting) error { return c.whileNoSession(false, w) },
+		func(w pool.Waiting) error { return c.whileNoSession(true, w) },
+	}
 	return c, nil
 }
 
@@ -217,6 +231,7 @@ func (c *ResilientClient) onMemberState(member int, _, to pool.State) {
 	c.members[member].pool.Store(int32(to))
 	if to == pool.Ready {
 		c.members[member].degraded.Store(false) // a new session has failed nothing yet
+		c.breaker.reached()
 	}
 	c.refreshState()
 }
@@ -254,6 +269,7 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
+		c.breaker.stop()
 		c.deadlines.close()
 		// No listing of tools starts once closed is seen under this lock.
 		c.tools.mu.Lock()
@@ -294,8 +310,14 @@ func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) 
 // onServerNotification receives every session's notifications, on its
 // reader: it must not block.
 func (c *ResilientClient) onServerNotification(n mcp.JSONRPCNotification) {
-	if n.Method == mcp.MethodNotificationToolsListChanged {
+	switch n.Method {
+	case mcp.MethodNotificationToolsListChanged:
 		c.markToolsStale()
+	case string(mcp.MethodNotificationProgress):
+		if !c.onProgress(n) {
+			c.notifications.dropped.Add(1)
+			c.log.Warn("progress dropped: the call's OnProgress is too slow", "token", n.Params.AdditionalFields["progressToken"])
+		}
 	}
 	c.dispatchNotification(n)
 }

@@ -104,12 +104,17 @@ func (c *ResilientClient) dropIdleConnections() {
 // replace takes s out of service, if it still is, because of a failed probe.
 func (c *ResilientClient) replace(s *session, err error) {
 	lost := &lostError{kind: policy.LossUnhealthy, err: err}
+	// A probe that did not fail with a verdict timed out in the monitor: a
+	// session that does not answer.
+	v := policy.Verdict{Class: policy.OutcomeUnknown}
 	if pe := new(probeError); errors.As(err, &pe) {
 		lost.kind = policy.ProbeLoss(pe.verdict)
+		v = pe.verdict
 	}
 	if c.pool.DiscardValue(s, lost) {
 		c.log.Info("replacing session", "member", s.member, "cause", err)
 	}
+	c.noteOutcome(v)
 }
 
 // validate probes s before a call is sent on it if s has not been heard from

@@ -461,6 +461,14 @@ func (c *ResilientClient) noteMember(m *memberState, st State) {
 	}
 }
 
+// breakerChanged delivers the circuit breaker's opening or closing, on the
+// notifier's goroutine.
+func (o *observers) breakerChanged(b BreakerState) {
+	if o != nil {
+		o.event(b)
+	}
+}
+
 // memberChanged delivers a member's change of state, on the notifier's
 // goroutine.
 func (o *observers) memberChanged(from, to State) {

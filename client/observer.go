@@ -69,7 +69,8 @@ type Observer interface {
 	EndCall(ctx context.Context, end CallEnd)
 	// HandleEvent is told of what happens outside calls to the client
 	// whose endpoint is server: one of SessionOpened, SessionLost,
-	// SessionClosed, SessionState, Probed, DialFailed and TokenRenewed.
+	// SessionClosed, SessionState, Probed, DialFailed, TokenRenewed and
+	// BreakerState.
 	HandleEvent(server Server, ev Event)
 }
 
@@ -392,7 +393,19 @@ type TokenRenewed struct {
 	ErrorType string
 }
 
+// BreakerState: the circuit breaker (WithFailFastAfter) opened, because
+// the server had been unreachable since OutageSince for longer than the
+// option's duration, or closed, because a session is in service again.
+// While it is open, calls fail at once with ErrUnavailable. Delivered in
+// order, on the goroutine that delivers WithStateHandler's transitions. A
+// plain value.
+type BreakerState struct {
+	Open        bool
+	OutageSince time.Time
+}
+
 func (SessionOpened) isEvent() {}
+func (BreakerState) isEvent()  {}
 func (SessionLost) isEvent()   {}
 func (SessionClosed) isEvent() {}
 func (SessionState) isEvent()  {}

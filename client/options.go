@@ -38,6 +38,9 @@ type options struct {
 	newBackOff       func() backoff.BackOff
 	maxAttempts      int
 	callTimeout      time.Duration
+	progressTimeout  time.Duration // 0: calls are not governed by progress
+	maxCallDuration  time.Duration
+	failFastAfter    time.Duration // 0: no circuit breaker
 	poolSize         int
 	httpClient       *http.Client // nil: a tuned client of our own
 	headers          map[string]string
@@ -69,6 +72,8 @@ func defaultOptions() options {
 		newBackOff:       reconnect.DefaultBackOff,
 		maxAttempts:      3,
 		callTimeout:      2 * time.Minute,
+		maxCallDuration:  DefaultMaxCallDuration,
+		failFastAfter:    DefaultFailFastAfter,
 		poolSize:         1,
 		clientInfo:       mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()},
 		retryToolCall:    DefaultRetryToolCall,
@@ -163,6 +168,72 @@ func WithCallTimeout(d time.Duration) Option {
 			o.invalidf("WithCallTimeout(%v): timeout must be positive", d)
 		}
 		o.callTimeout = d
+	})
+}
+
+// WithProgressTimeout governs every call by progress, as ProgressTimeout
+// does for one: a call ends when no notifications/progress for it has come
+// for idle, and its absolute bound is the shorter of its context's deadline
+// and WithMaxCallDuration (WithCallTimeout no longer applies). A call's own
+// ProgressTimeout wins over it. Default off: calls are bounded by their
+// deadline, else WithCallTimeout.
+func WithProgressTimeout(idle time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if idle <= 0 {
+			o.invalidf("WithProgressTimeout(%v): the idle timeout must be positive", idle)
+		}
+		o.progressTimeout = idle
+	})
+}
+
+// DefaultMaxCallDuration is WithMaxCallDuration's default: an hour. A call
+// governed by progress is a long one by choice (tools that run ten
+// minutes, or an hour, and say so); the bound is for a tool that reports
+// progress forever, so that no call is unbounded. Work longer than that
+// is better called as a task, which survives a cut connection.
+const DefaultMaxCallDuration = time.Hour
+
+// WithMaxCallDuration is the absolute bound of a call governed by progress
+// (ProgressTimeout, WithProgressTimeout): the call ends at d, or at its
+// context's deadline if that comes first, however much progress it
+// reports. Ended after it was sent, it is ErrOutcomeUnknown with
+// context.DeadlineExceeded. Calls not governed by progress keep
+// WithCallTimeout. Default DefaultMaxCallDuration (1h).
+func WithMaxCallDuration(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.invalidf("WithMaxCallDuration(%v): the bound must be positive", d)
+		}
+		o.maxCallDuration = d
+	})
+}
+
+// DefaultFailFastAfter is WithFailFastAfter's default: 30s. A restart, a
+// rolling deploy, a container rescheduled are over within seconds to tens
+// of seconds, and calls wait through them (within their deadlines); a
+// server unreachable for longer is out, and a caller that holds clients to
+// several servers should not spend each turn's whole deadline on the one
+// that is gone. It is HikariCP's connectionTimeout.
+const DefaultFailFastAfter = 30 * time.Second
+
+// WithFailFastAfter is the client's circuit breaker: once the server has
+// been unreachable for longer than d with no session in service (counted
+// from the failure that took the last session out of service; only
+// transport failures and 5xx count, since a tool's isError, a JSON-RPC
+// error or a 4xx prove the server is there), calls fail at once with
+// ErrUnavailable, and calls already waiting for a session end so too. The
+// client's reconnect loop goes on, on its backoff schedule, as the
+// breaker's half-open probe: when it has a session again the breaker closes
+// and calls go through, with no call spent to find out. Stats().FailingFast
+// says whether it is open; observers get BreakerState. Default
+// DefaultFailFastAfter (30s); 0 turns the breaker off, so that calls wait
+// for a session for as long as their deadline allows.
+func WithFailFastAfter(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d < 0 {
+			o.invalidf("WithFailFastAfter(%v): must not be negative (0 turns the breaker off)", d)
+		}
+		o.failFastAfter = d
 	})
 }
 

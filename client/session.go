@@ -287,7 +287,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		if v.Cause != nil {
 			err = v.Cause
 		}
-		err = fmt.Errorf("initialize: %w", err)
+		err = &openError{verdict: v, err: fmt.Errorf("initialize: %w", err)}
 		if v.Busy {
 			// The pool's dial loop waits as long as the server asked (F30).
 			return nil, nil, &health.BusyError{After: v.RetryAfter, Err: err}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/resilientmcp/resilientmcp/pool"
 )
@@ -94,11 +95,13 @@ type stateNotifier struct {
 }
 
 // stateEvent is a transition, or a lost session when lost is set, or a
-// pool member's transition, for the observers only, when member is set.
+// pool member's transition, for the observers only, when member is set, or
+// the circuit breaker opening or closing, when breaker is set.
 type stateEvent struct {
 	from, to State
 	lost     error
 	member   bool
+	breaker  *BreakerState
 }
 
 func (n *stateNotifier) notify(from, to State) {
@@ -155,6 +158,15 @@ func (n *stateNotifier) drain(done chan struct{}) {
 		}
 		if e.member {
 			n.observers.memberChanged(e.from, e.to)
+			continue
+		}
+		if b := e.breaker; b != nil {
+			if b.Open {
+				n.log.Warn("circuit breaker open: the server has been unreachable too long; calls fail fast until a session is back", "outage_since", b.OutageSince)
+			} else {
+				n.log.Info("circuit breaker closed: a session is back", "outage", time.Since(b.OutageSince).Round(time.Millisecond))
+			}
+			n.observers.breakerChanged(*b)
 			continue
 		}
 		n.log.Debug("state", "from", e.from, "to", e.to)

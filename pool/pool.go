@@ -223,6 +223,25 @@ func (l *Lease[T]) Discard(cause error) bool {
 // every member it waited for failed so, with a *WaitError when ctx ends, and
 // with ErrClosed once the Pool is closed.
 func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
+	return p.AcquireWith(ctx, nil)
+}
+
+// Waiting is what an AcquireWith caller waiting for a member is told. A
+// plain value.
+type Waiting struct {
+	// Failed: every member waited for has failed a dial since its current
+	// dial loop began.
+	Failed bool
+	// Last is the last dial error of the members waited for, nil if none.
+	Last error
+}
+
+// AcquireWith is Acquire that may stop waiting short of ctx's end: when no
+// member is ready, stop is asked before each wait, after every change of
+// the members (a dial failed, a member changed state) and after Wake; a
+// non-nil error ends the wait, and AcquireWith returns it. A nil stop
+// waits as Acquire does.
+func (p *Pool[T]) AcquireWith(ctx context.Context, stop func(Waiting) error) (*Lease[T], error) {
 	joined := make(map[int]uint64, 0) // the loop of each member this call waits for
 	p.mu.Lock()
 	for {
@@ -238,7 +257,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
 			return l, nil
 		}
 		var failed, last error
-		waiting := false
+		waiting, allFailed := false, true
 		for _, m := range p.members {
 			if loop, ok := joined[m.index]; ok && m.failedIn == loop {
 				failed = m.failed
@@ -252,6 +271,8 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
 			waiting = true
 			if m.lastErr != nil {
 				last = m.lastErr
+			} else {
+				allFailed = false
 			}
 		}
 		if !waiting {
@@ -260,6 +281,11 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
 		}
 		changed := p.changed
 		p.mu.Unlock()
+		if stop != nil {
+			if err := stop(Waiting{Failed: allFailed, Last: last}); err != nil {
+				return nil, err
+			}
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -274,6 +300,16 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
 		}
 		p.mu.Lock()
 	}
+}
+
+// Wake has every AcquireWith waiting for a member ask its stop function
+// again: something it decides on has changed outside the Pool.
+func (p *Pool[T]) Wake() {
+	p.mu.Lock()
+	if !p.closed {
+		p.broadcastLocked()
+	}
+	p.mu.Unlock()
 }
 
 // leastLeasedLocked picks among ready members the one with the fewest leases,

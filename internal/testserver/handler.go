@@ -33,6 +33,7 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		msg = peekRPC(body, inst.cfg.RecordMeta)
+		s.counters.record(msg)
 		for i, m := range msg.methods {
 			s.counters.add(&s.counters.rpc, m)
 			if inst.cfg.RecordMeta {
@@ -160,6 +161,8 @@ type rpcInfo struct {
 	metas   []map[string]any // the params._meta of each, nil if none
 	id      json.RawMessage  // id of a single message, if any
 	batch   bool
+	// cancelled is the requestId of a single notifications/cancelled.
+	cancelled json.RawMessage
 }
 
 // peekRPC reads what body is; the _meta of each message too if withMeta.
@@ -181,6 +184,14 @@ func peekRPC(body []byte, withMeta bool) rpcInfo {
 			msgs = []message{m}
 			if len(m.ID) > 0 && string(m.ID) != "null" {
 				info.id = m.ID
+			}
+			if m.Method == "notifications/cancelled" {
+				var p struct {
+					RequestID json.RawMessage `json:"requestId"`
+				}
+				if json.Unmarshal(m.Params, &p) == nil {
+					info.cancelled = p.RequestID
+				}
 			}
 		}
 	}
@@ -269,6 +280,42 @@ type counters struct {
 	http  map[string]int64
 	rpc   map[string]int64
 	metas map[string][]map[string]any // by method, in the order received
+	// callIDs are the ids of the tools/call requests received, and
+	// cancelled the requestIds of the notifications/cancelled, in order
+	// (the first maxMetas of each).
+	callIDs, cancelled []string
+}
+
+// record keeps what tests ask of single messages: a tools/call's id, a
+// notifications/cancelled's requestId.
+func (c *counters) record(msg rpcInfo) {
+	if msg.batch || len(msg.methods) != 1 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case msg.methods[0] == "tools/call" && msg.id != nil && len(c.callIDs) < maxMetas:
+		c.callIDs = append(c.callIDs, string(msg.id))
+	case msg.cancelled != nil && len(c.cancelled) < maxMetas:
+		c.cancelled = append(c.cancelled, string(msg.cancelled))
+	}
+}
+
+// ToolCallIDs are the JSON-RPC ids of the tools/call requests received
+// since the last reset, as written on the wire, in order.
+func (s *Server) ToolCallIDs() []string {
+	s.counters.mu.Lock()
+	defer s.counters.mu.Unlock()
+	return slices.Clone(s.counters.callIDs)
+}
+
+// CancelledIDs are the requestIds of the notifications/cancelled received
+// since the last reset, as written on the wire, in order.
+func (s *Server) CancelledIDs() []string {
+	s.counters.mu.Lock()
+	defer s.counters.mu.Unlock()
+	return slices.Clone(s.counters.cancelled)
 }
 
 func (c *counters) reset() {
@@ -278,6 +325,7 @@ func (c *counters) reset() {
 	c.http = map[string]int64{}
 	c.rpc = map[string]int64{}
 	c.metas = map[string][]map[string]any{}
+	c.callIDs, c.cancelled = nil, nil
 }
 
 // maxMetas bounds the _meta kept per method: tests look at a few calls,

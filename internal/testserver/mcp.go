@@ -144,9 +144,13 @@ func tools(s *Server, set ToolSet) []server.ServerTool {
 		ctx = context.WithoutCancel(ctx)
 		n, every := req.GetInt("n", 0), time.Duration(req.GetFloat("ms", 0)*float64(time.Millisecond))
 		srv := server.ServerFromContext(ctx)
+		var token any = "progress"
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			token = req.Params.Meta.ProgressToken
+		}
 		for i := range n {
 			if err := srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
-				"progressToken": "progress", "progress": i + 1, "total": n,
+				"progressToken": token, "progress": i + 1, "total": n,
 			}); err != nil {
 				return nil, err
 			}
@@ -164,7 +168,14 @@ func tools(s *Server, set ToolSet) []server.ServerTool {
 	}
 	out = append(out,
 		tool("progress", progress, append(hints(false, false), progressArgs...)...),
-		tool("progressRead", progress, append(hints(true, true), progressArgs...)...))
+		tool("progressRead", progress, append(hints(true, true), progressArgs...)...),
+		tool("work", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return work(ctx, s, req)
+		}, append(hints(false, false),
+			mcp.WithDescription("Reports progress (to the request's progressToken) n times ms apart, then answers; "+
+				"with stallAfter ≥ 0 it goes silent after that many reports until cancelled (at most a minute). "+
+				"Unlike progress, it stops when its request is cancelled, and counts that (WorkCancelled)."),
+			mcp.WithNumber("n", mcp.Required()), mcp.WithNumber("ms", mcp.Required()), mcp.WithNumber("stallAfter"))...))
 	if changed {
 		out = append(out, tool("multiply", binary(func(a, b float64) float64 { return a * b }),
 			append(hints(true, true), append(numbers, mcp.WithDescription("Returns a*b."))...)...))
@@ -290,4 +301,44 @@ func (u *subscriptions) subscribers(uri string) (legacy []string, listeners []se
 		}
 	}
 	return legacy, listeners
+}
+
+// work is the "work" tool: progress to the request's own token, n reports
+// ms apart, a stall after stallAfter of them if asked, and a stop when the
+// request is cancelled (notifications/cancelled, or its stream closed).
+func work(ctx context.Context, s *Server, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	n, every := req.GetInt("n", 0), time.Duration(req.GetFloat("ms", 0)*float64(time.Millisecond))
+	stallAfter := req.GetInt("stallAfter", -1)
+	var token any
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	srv := server.ServerFromContext(ctx)
+	cancelled := func() (*mcp.CallToolResult, error) {
+		s.counters.add(&s.counters.tools, "work.cancelled")
+		return nil, ctx.Err()
+	}
+	for i := range n {
+		if i == stallAfter {
+			select {
+			case <-ctx.Done():
+				return cancelled()
+			case <-time.After(time.Minute):
+				return mcp.NewToolResultText("stalled"), nil
+			}
+		}
+		if token != nil {
+			if err := srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": token, "progress": i + 1, "total": n, "message": "step " + strconv.Itoa(i+1),
+			}); err != nil {
+				return nil, err
+			}
+		}
+		select {
+		case <-time.After(every):
+		case <-ctx.Done():
+			return cancelled()
+		}
+	}
+	return mcp.NewToolResultText("done " + strconv.Itoa(n)), nil
 }

@@ -84,6 +84,9 @@ type Verdict struct {
 	// RPCAnswer: the server itself answered with a JSON-RPC error, so it
 	// is there and knows the session; for a probe, that is proof of life.
 	RPCAnswer bool
+	// Status is the HTTP status of the answer to the request, 0 if none
+	// came.
+	Status int
 	// why is what the failure was, for the call's error when the cause's
 	// own message would not say it (a stream cut before its answer).
 	Why string
@@ -134,7 +137,7 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	// connection and writing it did not fail. Not having reached one is
 	// believed only of a transport that reports the connections it takes.
 	sent := streamed || rec.Started && (rec.GotConn || !rec.Traced) && !writeFailed
-	v := func(c Class) Verdict { return Verdict{Class: c, Sent: sent} }
+	v := func(c Class) Verdict { return Verdict{Class: c, Sent: sent, Status: rec.Status} }
 	switch {
 	case ctxDone && errors.Is(err, auth.ErrUnavailable):
 		// The deadline passed while the token layer waited for a token

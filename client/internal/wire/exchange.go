@@ -53,6 +53,10 @@ type Exchange struct {
 	// accepted: a request of this attempt carrying the session id was
 	// answered 2xx, so the server accepted the id (F26).
 	accepted bool
+
+	// rewrite, if set, is applied to each POST of the call before it goes
+	// out (RewriteRequests); set before the first request, never after.
+	rewrite func(*http.Request) *http.Request
 }
 
 // Record is what the HTTP layer saw of the last request of an attempt.
@@ -164,6 +168,23 @@ func (ex *Exchange) newGuard() *guard {
 	}
 	ex.taken = true
 	return &ex.first
+}
+
+// RewriteRequests has every POST sent under ex pass through f first,
+// before the guard reads its id: the call's progressToken goes in there.
+// Call it before the first request; it lasts for every attempt.
+func (ex *Exchange) RewriteRequests(f func(*http.Request) *http.Request) { ex.rewrite = f }
+
+// RequestID is the JSON-RPC id of the last request of this attempt that
+// expected an answer, as it went on the wire (a number, or a quoted
+// string), to tell the server which request a notifications/cancelled is
+// about; false if none went out.
+func (ex *Exchange) RequestID() (json.RawMessage, bool) {
+	id, ok := ex.lastRequestID()
+	if !ok {
+		return nil, false
+	}
+	return json.RawMessage(bytes.Clone(id.bytes())), true
 }
 
 // Reset starts a new attempt.
@@ -313,6 +334,9 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 			w.Answered(resp.StatusCode)
 		}
 		return resp, err
+	}
+	if ex.rewrite != nil && req.Method == http.MethodPost {
+		req = ex.rewrite(req)
 	}
 	ex.mu.Lock()
 	dialErr := ex.dialErr

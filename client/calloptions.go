@@ -1,0 +1,136 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+)
+
+// A CallOption governs one call, as gRPC's CallOptions do. mcp-go's
+// MCPClient methods have fixed signatures, so a call's options ride on its
+// context (as gRPC metadata and OpenTelemetry baggage do): see
+// WithCallOptions.
+type CallOption interface{ applyCall(*callOptions) }
+
+type callOptionFunc func(*callOptions)
+
+func (f callOptionFunc) applyCall(o *callOptions) { f(o) }
+
+// callOptions is what a call's CallOptions say. The zero value is a call
+// without options. A callOptions on a context is never changed: options
+// added to a context that has some are applied to a copy.
+type callOptions struct {
+	// progressTimeout: the call ends after this long without progress;
+	// 0: not governed by progress (WithProgressTimeout may still govern
+	// it).
+	progressTimeout time.Duration
+	onProgress      func(mcp.ProgressNotification)
+	repeat          policy.Repeat
+	failFast        bool
+	invalid         error // the first invalid option: every call made with it fails with it
+}
+
+type callOptionsKey struct{}
+
+// WithCallOptions returns ctx carrying opts for every call made with it (or
+// with a context derived from it). Options added to a context that already
+// carries some are applied after them: for options given twice, the last
+// wins. A call made with a context without options costs what it did
+// before options existed.
+//
+//	ctx := client.WithCallOptions(ctx, client.ProgressTimeout(30*time.Second), client.NeverRepeat())
+//	res, err := c.CallTool(ctx, req)
+func WithCallOptions(ctx context.Context, opts ...CallOption) context.Context {
+	o := new(callOptions)
+	if prev, ok := ctx.Value(callOptionsKey{}).(*callOptions); ok {
+		*o = *prev
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyCall(o)
+		}
+	}
+	return context.WithValue(ctx, callOptionsKey{}, o)
+}
+
+// callOptionsOf is the options ctx carries; nil without any.
+func callOptionsOf(ctx context.Context) *callOptions {
+	o, _ := ctx.Value(callOptionsKey{}).(*callOptions)
+	return o
+}
+
+// ProgressTimeout governs the call by the work it reports rather than by a
+// wall clock: the call ends when no notifications/progress for it has come
+// for idle. The client puts a progressToken in the request's _meta (a
+// caller's own token is kept, and must then be unique among its requests in
+// flight, as MCP requires), and every progress notification for it, on any
+// stream of any session of the client, moves the idle deadline. The idle
+// clock runs only while the request is out: waiting for a session does not
+// count against it.
+//
+// The call's absolute bound is then the shorter of its context's deadline
+// and WithMaxCallDuration (WithCallTimeout does not apply). A call ended for
+// want of progress, or at that bound, after it was sent is ErrOutcomeUnknown
+// with context.DeadlineExceeded in its chain (and *ProgressTimeoutError for
+// want of progress); it is never sent again, and the server is told
+// (notifications/cancelled in the session era; the request's stream closed
+// in 2026-07-28). idle must be positive.
+func ProgressTimeout(idle time.Duration) CallOption {
+	return callOptionFunc(func(o *callOptions) {
+		if idle <= 0 {
+			o.invalidf("ProgressTimeout(%v): the idle timeout must be positive", idle)
+			return
+		}
+		o.progressTimeout = idle
+	})
+}
+
+// OnProgress has f called with each notifications/progress of this call,
+// in the order they arrived, and none of any other call's, through replays
+// and re-initializations. f runs on a goroutine of the call's own, so a
+// slow f does not stall the session; notifications that arrive while f runs
+// are queued (up to 1024; beyond, the newest are dropped and counted in
+// Stats().DroppedNotifications). f is never called after the call has
+// returned: the call waits for an f under way before it returns. The
+// client puts a progressToken in the request as ProgressTimeout does.
+func OnProgress(f func(mcp.ProgressNotification)) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.onProgress = f })
+}
+
+// SafeToRepeat says that the call may be sent again after an attempt whose
+// outcome is unknown (a connection cut after it was sent, a 502), whatever
+// the tool's annotations say: for a tool without annotations that the
+// caller knows to be idempotent.
+func SafeToRepeat() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.repeat = policy.RepeatAlways })
+}
+
+// NeverRepeat says that the call must not be sent again after an attempt
+// whose outcome is unknown, whatever the method or the tool's annotations
+// say: such a call returns ErrOutcomeUnknown instead. A request that
+// provably did not run (a refused connection, a 503, a session the server
+// forgot) is still sent again: nothing ran.
+func NeverRepeat() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.repeat = policy.RepeatNever })
+}
+
+// FailFast says that the call would rather fail than wait for a session:
+// when the client has no session in service and the last attempt to open
+// one failed, the call ends at once with ErrUnavailable (it did not run).
+// While the first attempt to reconnect is under way, the call waits for it
+// (within its deadline): a restart is often over by then. This is gRPC's
+// default (its WaitForReady(false)); the client's default is to wait,
+// within the deadline, through a restart.
+func FailFast() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.failFast = true })
+}
+
+func (o *callOptions) invalidf(format string, args ...any) {
+	if o.invalid == nil {
+		o.invalid = fmt.Errorf("resilientmcp: invalid call option: "+format, args...)
+	}
+}

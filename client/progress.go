@@ -1,0 +1,413 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// ProgressTimeoutError is in the chain of a call that ended because no
+// progress came for it for Idle (ProgressTimeout, WithProgressTimeout). It
+// matches context.DeadlineExceeded with errors.Is: the call ran out of time,
+// as a deadline would have ended it. Like every error the client returns, it
+// is immutable and safe to share between goroutines.
+type ProgressTimeoutError struct {
+	Idle time.Duration
+}
+
+func (e *ProgressTimeoutError) Error() string {
+	return "no progress for " + e.Idle.String()
+}
+
+// Is makes errors.Is(err, context.DeadlineExceeded) true.
+func (e *ProgressTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// progressCall is one call governed by progress, or followed by OnProgress.
+// It is the context the call runs under: a context that ends, with
+// context.DeadlineExceeded, when no progress has come for idle while a
+// request of the call is out. Contexts derived from it hook into the
+// cancelCtx it embeds, without a goroutine.
+//
+// A progressCall is safe for concurrent use: the call's goroutine, the
+// session's reader (progress), its timer and its delivery goroutine all
+// use it.
+type progressCall struct {
+	context.Context // a cancelCtx under the call's absolute bound
+	cancel          context.CancelCauseFunc
+	reg             *progressRegistry
+	idle            time.Duration // 0: followed for OnProgress only
+	onProgress      func(mcp.ProgressNotification)
+	start           time.Time
+	last            atomic.Int64 // since start: the last progress, or the last send
+	out             atomic.Bool  // a request of the call is out
+	timer           *time.Timer  // set by the first send; only check resets it
+
+	// token is the progressToken the call's requests carry, and key its
+	// registry key: the caller's own or the client's; set by the first
+	// request and kept through replays, so that a replay's progress still
+	// belongs to the call. Guarded by mu.
+	mu         sync.Mutex // guards the fields below; a leaf
+	token, key string
+	queue      []mcp.ProgressNotification // for onProgress, in order
+	delivering bool                       // a goroutine is calling onProgress
+	finished   bool                       // the call returned: onProgress is called no more
+	delivered  sync.WaitGroup             // the delivery goroutine
+}
+
+// progressQueueLimit bounds how far OnProgress may fall behind.
+const progressQueueLimit = 1024
+
+// govern returns the call's context with its progress followed, and the
+// progressCall (nil when the call is neither governed by progress nor
+// followed by OnProgress). The absolute bound of a call governed by
+// progress is the shorter of ctx's deadline and WithMaxCallDuration.
+func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.Context, *progressCall, context.CancelFunc) {
+	idle := c.opts.progressTimeout
+	var onProgress func(mcp.ProgressNotification)
+	if o != nil {
+		if o.progressTimeout > 0 {
+			idle = o.progressTimeout
+		}
+		onProgress = o.onProgress
+	}
+	if idle == 0 && onProgress == nil {
+		ctx, cancel := c.callContext(ctx)
+		return ctx, nil, cancel
+	}
+	var bounded context.Context
+	var stop context.CancelFunc
+	if idle > 0 {
+		due := time.Now().Add(c.opts.maxCallDuration)
+		if d, ok := ctx.Deadline(); ok && d.Before(due) {
+			due = d
+		}
+		bounded, stop = context.WithDeadline(ctx, due)
+	} else {
+		bounded, stop = c.callContext(ctx)
+	}
+	p := &progressCall{reg: &c.progress, idle: idle, onProgress: onProgress, start: time.Now()}
+	p.Context, p.cancel = context.WithCancelCause(bounded)
+	return p, p, func() {
+		p.finish()
+		p.cancel(nil)
+		stop()
+	}
+}
+
+// Err is the context's error: context.DeadlineExceeded, not Canceled, when
+// it ended for want of progress.
+func (p *progressCall) Err() error {
+	err := p.Context.Err()
+	if err == context.Canceled {
+		if _, ok := context.Cause(p.Context).(*ProgressTimeoutError); ok {
+			return context.DeadlineExceeded
+		}
+	}
+	return err
+}
+
+// noProgress is the ProgressTimeoutError that ended the call, nil if none
+// did.
+func (p *progressCall) noProgress() *ProgressTimeoutError {
+	if p == nil {
+		return nil
+	}
+	e, _ := context.Cause(p.Context).(*ProgressTimeoutError)
+	return e
+}
+
+func (p *progressCall) now() int64 { return int64(time.Since(p.start)) }
+
+// sending is told that an attempt is about to go out: the idle clock starts
+// again, as the new request has had no chance to report progress yet.
+func (p *progressCall) sending() {
+	p.last.Store(p.now())
+	p.out.Store(true)
+	if p.idle > 0 && p.timer == nil {
+		p.timer = time.AfterFunc(p.idle, p.check)
+	}
+}
+
+// sent is told that the attempt is over: until the next, the call waits
+// for a session or a pause, which no progress can come for.
+func (p *progressCall) sent() { p.out.Store(false) }
+
+// check runs on the timer: it ends the call if no progress came for idle
+// while a request was out, or sets the timer for when that would be.
+func (p *progressCall) check() {
+	if p.Context.Err() != nil {
+		return
+	}
+	wait := p.idle
+	if p.out.Load() {
+		since := time.Duration(p.now() - p.last.Load())
+		if since >= p.idle {
+			p.cancel(&ProgressTimeoutError{Idle: p.idle})
+			return
+		}
+		wait = p.idle - since
+	}
+	p.timer.Reset(wait)
+}
+
+// progressed is told of a progress notification for the call, on the
+// session's reader: it must not block.
+func (p *progressCall) progressed(n mcp.ProgressNotification) bool {
+	p.last.Store(p.now())
+	if p.onProgress == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return true
+	}
+	if len(p.queue) >= progressQueueLimit {
+		return false
+	}
+	p.queue = append(p.queue, n)
+	if !p.delivering {
+		p.delivering = true
+		p.delivered.Add(1)
+		go p.deliver()
+	}
+	return true
+}
+
+// deliver calls onProgress with the queued notifications, in order, until
+// the queue is empty or the call has returned.
+func (p *progressCall) deliver() {
+	defer p.delivered.Done()
+	for {
+		p.mu.Lock()
+		if p.finished || len(p.queue) == 0 {
+			p.queue, p.delivering = nil, false
+			p.mu.Unlock()
+			return
+		}
+		n := p.queue[0]
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		p.onProgress(n)
+	}
+}
+
+// finish ends the call's progress: it leaves the registry, its timer
+// stops, and once an onProgress under way has returned, none is called
+// again.
+func (p *progressCall) finish() {
+	p.mu.Lock()
+	p.finished = true
+	key := p.key
+	p.mu.Unlock()
+	if key != "" {
+		p.reg.remove(key, p)
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.delivered.Wait()
+}
+
+// rewrite is the call's requests' way out (wire.Exchange.RewriteRequests):
+// a JSON-RPC request gets the call's progressToken in its params._meta,
+// unless it has one of its own, which is then the call's.
+func (p *progressCall) rewrite(req *http.Request) *http.Request {
+	if req.GetBody == nil {
+		return req
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return req
+	}
+	body, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !json.Valid(body) {
+		return req
+	}
+	own, isRequest := progressTokenIn(body)
+	if !isRequest {
+		return req
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if own != nil {
+		if key := tokenKey(own); key != p.key {
+			p.reg.remove(p.key, p)
+			p.key = key
+			p.reg.add(key, p)
+		}
+		return req
+	}
+	if p.token == "" {
+		p.token = p.reg.newToken()
+		p.key = tokenKey(p.token)
+		p.reg.add(p.key, p)
+	}
+	out, _ := withMeta(body, map[string]string{"progressToken": p.token})
+	if out == nil {
+		return req
+	}
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	r := new(http.Request)
+	*r = *req
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
+	r.ContentLength = int64(len(out))
+	return r
+}
+
+// progressTokenIn finds the progressToken of a JSON-RPC request's
+// params._meta: nil if it has none. isRequest is false for anything but
+// one JSON-RPC request (a notification, a response, a batch).
+func progressTokenIn(body []byte) (token any, isRequest bool) {
+	top, ok := members(body)
+	if !ok {
+		return nil, false
+	}
+	var hasID, hasMethod bool
+	var params []byte
+	for _, m := range top {
+		switch string(m.key) {
+		case "id":
+			hasID = true
+		case "method":
+			hasMethod = true
+		case "params":
+			params = body[m.start:m.end]
+		}
+	}
+	if !hasID || !hasMethod {
+		return nil, false
+	}
+	ps, ok := members(params)
+	if !ok {
+		return nil, true
+	}
+	i := lastIndex(ps, "_meta")
+	if i < 0 {
+		return nil, true
+	}
+	meta := params[ps[i].start:ps[i].end]
+	ms, ok := members(meta)
+	if !ok {
+		return nil, true
+	}
+	if j := lastIndex(ms, "progressToken"); j >= 0 {
+		var v any
+		if json.Unmarshal(meta[ms[j].start:ms[j].end], &v) == nil && v != nil {
+			return v, true
+		}
+	}
+	return nil, true
+}
+
+// tokenKey is a progress token as the registry keys it: the same for the
+// token as sent and as a notification brings it back (a number decodes as
+// float64 either way).
+func tokenKey(token any) string {
+	switch t := token.(type) {
+	case string:
+		return "s" + t
+	case float64:
+		return "n" + strconv.FormatFloat(t, 'g', -1, 64)
+	case int:
+		return "n" + strconv.Itoa(t)
+	case int64:
+		return "n" + strconv.FormatInt(t, 10)
+	case json.Number:
+		if f, err := t.Float64(); err == nil {
+			return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return fmt.Sprintf("?%v", token)
+}
+
+// progressRegistry routes progress notifications to the calls they are
+// for, by token, whatever stream or session they come on: in the session
+// era every POST of a session and its GET stream share one notification
+// channel, so a call's progress may arrive on another call's stream.
+//
+// A progressRegistry is safe for concurrent use; its zero value is ready
+// (the map is made on the first call that needs it: an idle client pays
+// nothing for it).
+type progressRegistry struct {
+	mu     sync.Mutex // guards calls; a leaf
+	calls  map[string]*progressCall
+	next   atomic.Uint64
+	prefix atomic.Pointer[string]
+}
+
+// newToken returns a token no other call of this client, nor, but by
+// chance, any other client's, has.
+func (r *progressRegistry) newToken() string {
+	pre := r.prefix.Load()
+	if pre == nil {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		s := "resilientmcp-" + hex.EncodeToString(b[:]) + "-"
+		r.prefix.CompareAndSwap(nil, &s)
+		pre = r.prefix.Load()
+	}
+	return *pre + strconv.FormatUint(r.next.Add(1), 10)
+}
+
+func (r *progressRegistry) add(key string, p *progressCall) {
+	r.mu.Lock()
+	if r.calls == nil {
+		r.calls = make(map[string]*progressCall)
+	}
+	r.calls[key] = p
+	r.mu.Unlock()
+}
+
+// remove takes key out of the registry if it is still p's.
+func (r *progressRegistry) remove(key string, p *progressCall) {
+	if key == "" {
+		return
+	}
+	r.mu.Lock()
+	if r.calls[key] == p {
+		delete(r.calls, key)
+	}
+	r.mu.Unlock()
+}
+
+func (r *progressRegistry) lookup(key string) *progressCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[key]
+}
+
+// onProgress routes a notifications/progress to its call, if one of this
+// client's calls is waiting for it; on the session's reader, so it must not
+// block. It reports false if the call's OnProgress queue was full.
+func (c *ResilientClient) onProgress(n mcp.JSONRPCNotification) bool {
+	token, ok := n.Params.AdditionalFields["progressToken"]
+	if !ok || token == nil {
+		return true
+	}
+	p := c.progress.lookup(tokenKey(token))
+	if p == nil {
+		return true
+	}
+	pn := mcp.ProgressNotification{Notification: n.Notification}
+	pn.Params.ProgressToken = token
+	pn.Params.Progress, _ = n.Params.AdditionalFields["progress"].(float64)
+	pn.Params.Total, _ = n.Params.AdditionalFields["total"].(float64)
+	pn.Params.Message, _ = n.Params.AdditionalFields["message"].(string)
+	return p.progressed(pn)
+}

@@ -1,0 +1,334 @@
+package resilientmcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// Calls governed by the work they report (issue 28): progress-aware
+// timeouts, per-call options, failing fast when the server is gone. F34-F36.
+
+// progressLog collects a call's OnProgress notifications, with when each
+// arrived.
+type progressLog struct {
+	mu    sync.Mutex
+	got   []mcp.ProgressNotification
+	at    []time.Time
+	after bool // a notification came after the call returned
+	done  bool
+}
+
+func (l *progressLog) option() client.CallOption {
+	return client.OnProgress(func(n mcp.ProgressNotification) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.done {
+			l.after = true
+		}
+		l.got = append(l.got, n)
+		l.at = append(l.at, time.Now())
+	})
+}
+
+// returned marks the call returned: OnProgress must not be called again.
+func (l *progressLog) returned() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+func (l *progressLog) snapshot() ([]mcp.ProgressNotification, []time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got), slices.Clone(l.at), l.after
+}
+
+// work is a call of the test server's work tool: n progress reports ms
+// apart, silent after stallAfter of them if stallAfter ≥ 0.
+func work(n, ms, stallAfter int) mcp.CallToolRequest {
+	return toolRequest("work", map[string]any{"n": n, "ms": ms, "stallAfter": stallAfter})
+}
+
+// F34: a tool that runs 5s, reporting progress every 200ms, called with
+// ProgressTimeout(1s) and no deadline on a client whose WithCallTimeout is
+// 2s: it succeeds, once. Without ProgressTimeout the same call is cut at
+// WithCallTimeout, as before.
+func TestF34ProgressKeepsALongCallAlive(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false, client.WithCallTimeout(2*time.Second))
+			r.start()
+			var log progressLog
+			ctx := client.WithCallOptions(context.Background(), client.ProgressTimeout(time.Second), log.option())
+			got, err := callToolRequest(ctx, r.c, work(25, 200, -1))
+			log.returned()
+			if err != nil || got != "done 25" {
+				t.Fatalf("work under ProgressTimeout(1s) = %q, %v; want done 25", got, err)
+			}
+			if runs := r.srv.ToolRuns("work"); runs != 1 {
+				t.Errorf("work ran %d times, want 1", runs)
+			}
+			seen, _, after := log.snapshot()
+			if len(seen) != 25 || after {
+				t.Errorf("OnProgress saw %d notifications (after return: %v), want 25", len(seen), after)
+			}
+			for i, n := range seen {
+				if n.Params.Progress != float64(i+1) {
+					t.Fatalf("notification %d has progress %v: out of order", i, n.Params.Progress)
+				}
+			}
+
+			// The same call without ProgressTimeout keeps WithCallTimeout.
+			_, err = callToolRequest(context.Background(), r.c, work(25, 200, -1))
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("work without ProgressTimeout: %v; want WithCallTimeout's deadline after sending", err)
+			}
+		})
+	}
+}
+
+// F35: the same tool going silent after 300ms ends about one idle period
+// after its last progress, with ErrOutcomeUnknown and DeadlineExceeded; it
+// is not sent again, and the server is told: notifications/cancelled with
+// the call's request id in the session era (the tool sees its context
+// cancelled), the request's stream closed in 2026-07-28.
+func TestF35StalledCallEndsOneIdlePeriodAfterItsLastProgress(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false, client.WithCallTimeout(2*time.Second))
+			r.start()
+			var log progressLog
+			ctx := client.WithCallOptions(context.Background(), client.ProgressTimeout(time.Second), log.option())
+			_, err := callToolRequest(ctx, r.c, work(25, 100, 3))
+			ended := time.Now()
+			log.returned()
+			var pe *client.ProgressTimeoutError
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &pe) || pe.Idle != time.Second {
+				t.Fatalf("stalled work: %v; want ErrOutcomeUnknown, DeadlineExceeded and *ProgressTimeoutError{1s}", err)
+			}
+			if errors.Is(err, context.Canceled) {
+				t.Errorf("stalled work: %v also says the caller cancelled", err)
+			}
+			seen, at, _ := log.snapshot()
+			if len(seen) != 3 {
+				t.Fatalf("OnProgress saw %d notifications, want the 3 before the stall", len(seen))
+			}
+			idle := ended.Sub(at[len(at)-1])
+			t.Logf("the call ended %v after its last progress (ProgressTimeout 1s): %v", idle.Round(time.Millisecond), err)
+			// The idle clock is checked by a timer: the call ends at the
+			// idle period, plus the timer's and the scheduler's lateness.
+			if idle < time.Second-50*time.Millisecond || idle > 2*time.Second {
+				t.Errorf("the call ended %v after its last progress; want about 1s", idle)
+			}
+			eventually(t, "the tool stopped", func() bool { return r.srv.ToolRuns("work.cancelled") == 1 })
+			if runs := r.srv.ToolRuns("work"); runs != 1 {
+				t.Errorf("work ran %d times, want 1", runs)
+			}
+			if era == testserver.SessionEra {
+				ids := r.srv.ToolCallIDs()
+				eventually(t, "notifications/cancelled", func() bool { return len(r.srv.CancelledIDs()) == 1 })
+				if got := r.srv.CancelledIDs(); len(ids) != 1 || got[0] != ids[0] {
+					t.Errorf("notifications/cancelled for %v; want the call's id %v", got, ids)
+				}
+			}
+		})
+	}
+}
+
+// WithMaxCallDuration bounds a call governed by progress that reports
+// progress forever: it ends at about that bound, not at a shorter
+// WithCallTimeout; a caller's deadline below it wins. A client-wide
+// WithProgressTimeout governs calls as the call option does.
+func TestMaxCallDurationBoundsACallThatProgressesForever(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false,
+				client.WithCallTimeout(500*time.Millisecond), client.WithMaxCallDuration(2*time.Second),
+				client.WithProgressTimeout(time.Second))
+			r.start()
+			start := time.Now()
+			_, err := callToolRequest(context.Background(), r.c, work(1000, 100, -1))
+			took := time.Since(start)
+			t.Logf("a call progressing forever ended after %v: %v", took.Round(time.Millisecond), err)
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v; want ErrOutcomeUnknown at the deadline", err)
+			}
+			if errors.As(err, new(*client.ProgressTimeoutError)) {
+				t.Errorf("err = %v: it progressed; the bound, not the idle timeout, ended it", err)
+			}
+			if took < 2*time.Second-50*time.Millisecond || took > 3500*time.Millisecond {
+				t.Errorf("ended after %v; want about WithMaxCallDuration (2s), not WithCallTimeout (500ms)", took)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+			defer cancel()
+			start = time.Now()
+			_, err = callToolRequest(ctx, r.c, work(1000, 100, -1))
+			took = time.Since(start)
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) || took > 1800*time.Millisecond {
+				t.Errorf("with an 800ms deadline: %v after %v; want the caller's deadline to win", err, took)
+			}
+			if runs := r.srv.ToolRuns("work"); runs != 2 {
+				t.Errorf("work ran %d times, want 2 (never sent again)", runs)
+			}
+		})
+	}
+}
+
+// OnProgress sees every notification of its call, in order, and none of
+// another's, through a restart that re-initializes the session: progress
+// is routed by token, whatever stream or session brings it. Two calls run
+// at once; each is replayed after the restart (SafeToRepeat), and each
+// attempt's reports arrive as one increasing run.
+func TestOnProgressFollowsItsCallThroughAReinitialization(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false)
+			r.start()
+			logs := [2]*progressLog{{}, {}}
+			sizes := [2]int{12, 17}
+			errs := make(chan error, 2)
+			for i := range logs {
+				go func() {
+					ctx := client.WithCallOptions(r.ctx(), client.SafeToRepeat(), logs[i].option())
+					got, err := callToolRequest(ctx, r.c, work(sizes[i], 60, -1))
+					logs[i].returned()
+					if err == nil && got != fmt.Sprint("done ", sizes[i]) {
+						err = fmt.Errorf("got %q", got)
+					}
+					errs <- err
+				}()
+			}
+			eventually(t, "both calls reporting", func() bool {
+				a, _, _ := logs[0].snapshot()
+				b, _, _ := logs[1].snapshot()
+				return len(a) >= 3 && len(b) >= 3
+			})
+			if err := r.srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			for range logs {
+				if err := <-errs; err != nil {
+					t.Fatalf("call through the restart: %v", err)
+				}
+			}
+			if r.c.Stats().Reinitializations+r.c.Stats().Redials == 0 && era == testserver.SessionEra {
+				t.Errorf("no new session: the restart did not happen under the calls")
+			}
+			var tokens [2]any
+			for i, l := range logs {
+				seen, _, after := l.snapshot()
+				if after {
+					t.Errorf("call %d: OnProgress called after the call returned", i)
+				}
+				if len(seen) < sizes[i] {
+					t.Fatalf("call %d: %d notifications, want at least %d", i, len(seen), sizes[i])
+				}
+				tokens[i] = seen[0].Params.ProgressToken
+				// Runs of 1, 2, ... each: an attempt's reports in order.
+				// The last run is the replay's, whole.
+				want := 1.0
+				for j, n := range seen {
+					if n.Params.ProgressToken != tokens[i] {
+						t.Fatalf("call %d got notification %d for token %v, not its own %v", i, j, n.Params.ProgressToken, tokens[i])
+					}
+					if n.Params.Progress == 1 {
+						want = 1
+					}
+					if n.Params.Progress != want {
+						t.Fatalf("call %d: notification %d has progress %v, want %v: out of order", i, j, n.Params.Progress, want)
+					}
+					want++
+				}
+				if want-1 != float64(sizes[i]) {
+					t.Errorf("call %d: the last attempt reported up to %v, want %d", i, want-1, sizes[i])
+				}
+			}
+			if tokens[0] == tokens[1] {
+				t.Errorf("both calls carried the token %v", tokens[0])
+			}
+		})
+	}
+}
+
+// A caller's own progressToken is kept: the server reports to it, and the
+// call is governed by it.
+func TestCallersOwnProgressTokenIsKept(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false, client.WithCallTimeout(time.Second))
+	r.start()
+	var log progressLog
+	req := work(10, 200, -1)
+	req.Params.Meta = &mcp.Meta{ProgressToken: "mine-42"}
+	ctx := client.WithCallOptions(context.Background(), client.ProgressTimeout(600*time.Millisecond), log.option())
+	if got, err := callToolRequest(ctx, r.c, req); err != nil || got != "done 10" {
+		t.Fatalf("work with the caller's token = %q, %v", got, err)
+	}
+	seen, _, _ := log.snapshot()
+	if len(seen) != 10 || seen[0].Params.ProgressToken != "mine-42" {
+		t.Errorf("OnProgress saw %d notifications, the first for %v; want 10 for mine-42", len(seen), seen[0].Params.ProgressToken)
+	}
+}
+
+// SafeToRepeat on a tool without annotations cut after it ran: replayed,
+// the tool ran twice, as asked. NeverRepeat on a read-only tool in the same
+// fault: ErrOutcomeUnknown, ran once.
+func TestSafeToRepeatAndNeverRepeatOverrideTheAnnotations(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false)
+			r.start()
+			r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+			ctx := client.WithCallOptions(r.ctx(), client.SafeToRepeat())
+			if _, err := callTool(ctx, r.c, "increment", nil); err != nil {
+				t.Fatalf("increment with SafeToRepeat, cut after it ran: %v", err)
+			}
+			if runs := r.srv.ToolRuns("increment"); runs != 2 {
+				t.Errorf("increment ran %d times, want 2 (replayed, as asked)", runs)
+			}
+			r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+			ctx = client.WithCallOptions(r.ctx(), client.NeverRepeat())
+			_, err := callTool(ctx, r.c, "echo", map[string]any{"text": "once"})
+			if !errors.Is(err, client.ErrOutcomeUnknown) {
+				t.Fatalf("echo with NeverRepeat, cut after it ran: %v; want ErrOutcomeUnknown", err)
+			}
+			if runs := r.srv.ToolRuns("echo"); runs != 1 {
+				t.Errorf("echo ran %d times, want 1", runs)
+			}
+			// Without options, the annotations decide, as before.
+			r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+			if _, err := callTool(r.ctx(), r.c, "increment", nil); !errors.Is(err, client.ErrOutcomeUnknown) {
+				t.Errorf("increment without options, cut after it ran: %v; want ErrOutcomeUnknown", err)
+			}
+		})
+	}
+}
+
+// Options given twice: the last wins; options on a context carry to a
+// context derived from it; an invalid option is a clear error, not a call.
+func TestCallOptionsCompose(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	r.start()
+	ctx := client.WithCallOptions(r.ctx(), client.NeverRepeat())
+	ctx = client.WithCallOptions(context.WithValue(ctx, struct{}{}, 1), client.SafeToRepeat())
+	r.srv.FailPOSTs(1, 0, "", true, "tools/call")
+	if _, err := callTool(ctx, r.c, "increment", nil); err != nil {
+		t.Fatalf("the last option, SafeToRepeat, should win: %v", err)
+	}
+	bad := client.WithCallOptions(r.ctx(), client.ProgressTimeout(0))
+	_, err := callTool(bad, r.c, "increment", nil)
+	if err == nil || errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Errorf("ProgressTimeout(0): %v; want an error naming the option", err)
+	}
+	if runs := r.srv.ToolRuns("increment"); runs != 2 {
+		t.Errorf("increment ran %d times, want 2 (the invalid call sent nothing)", runs)
+	}
+}
