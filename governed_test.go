@@ -332,3 +332,215 @@ func TestCallOptionsCompose(t *testing.T) {
 		t.Errorf("increment ran %d times, want 2 (the invalid call sent nothing)", runs)
 	}
 }
+
+// events is an observer that keeps the events it is told, with when.
+type events struct {
+	recorder
+	mu sync.Mutex
+	at []timedEvent
+}
+
+type timedEvent struct {
+	ev client.Event
+	at time.Time
+}
+
+func newEvents(t *testing.T) *events { return &events{recorder: recorder{t: t, name: "events"}} }
+
+func (e *events) HandleEvent(_ client.Server, ev client.Event) {
+	e.mu.Lock()
+	e.at = append(e.at, timedEvent{ev, time.Now()})
+	e.mu.Unlock()
+}
+
+// firstDialFailure is when the first DialFailed was told, zero if none.
+func (e *events) firstDialFailure() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, te := range e.at {
+		if _, ok := te.ev.(client.DialFailed); ok {
+			return te.at
+		}
+	}
+	return time.Time{}
+}
+
+// breaker lists the BreakerState events told so far.
+func (e *events) breaker() []client.BreakerState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []client.BreakerState
+	for _, te := range e.at {
+		if b, ok := te.ev.(client.BreakerState); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// F36: with the server down for good, a FailFast call returns ErrUnavailable
+// at once after the first reconnect attempt failed (the acceptance's bound:
+// 50ms), and later FailFast calls return at once; a call without it waits
+// for its deadline, as before.
+func TestF36FailFastCallDoesNotWaitForAServerThatIsGone(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			ev := newEvents(t)
+			r := newRig(t, testserver.Config{Era: era}, false, client.WithObserver(ev))
+			r.start()
+			r.mustEcho("before")
+			r.srv.Stop()
+			ctx := client.WithCallOptions(r.ctx(), client.FailFast())
+			_, err := callTool(ctx, r.c, "increment", nil)
+			returned := time.Now()
+			if !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrOutcomeUnknown) {
+				t.Fatalf("FailFast call with the server down: %v; want ErrUnavailable", err)
+			}
+			failed := ev.firstDialFailure()
+			if failed.IsZero() {
+				t.Fatalf("the call returned (%v) before any reconnect attempt failed", err)
+			}
+			lag := returned.Sub(failed)
+			t.Logf("returned %v after the first failed reconnect attempt: %v", lag, err)
+			if lag > 50*time.Millisecond {
+				t.Errorf("returned %v after the first failed reconnect attempt; want within 50ms", lag)
+			}
+			start := time.Now()
+			_, err = callTool(ctx, r.c, "increment", nil)
+			if took := time.Since(start); !errors.Is(err, client.ErrUnavailable) || took > 50*time.Millisecond {
+				t.Errorf("a second FailFast call: %v after %v; want ErrUnavailable at once", err, took)
+			}
+			wctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+			defer cancel()
+			start = time.Now()
+			_, err = callTool(wctx, r.c, "increment", nil)
+			if took := time.Since(start); !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) || took < 600*time.Millisecond {
+				t.Errorf("a call without FailFast: %v after %v; want it to wait for its deadline", err, took)
+			}
+			if s := r.c.Stats(); s.FailedFast != 2 {
+				t.Errorf("Stats().FailedFast = %d, want 2", s.FailedFast)
+			}
+			if runs := r.srv.ToolRuns("increment"); runs != 0 {
+				t.Errorf("increment ran %d times", runs)
+			}
+		})
+	}
+}
+
+// F36: the circuit breaker. With WithFailFastAfter(2s) and the server down
+// for good, calls already waiting end when the outage reaches 2s, and calls
+// made after that return at once; Stats and the observer say the breaker is
+// open. When the server comes back, the reconnect loop (the half-open probe)
+// closes it with no call made, and every call succeeds again.
+func TestF36CircuitBreakerOpensAfterAnOutageAndClosesWhenTheServerIsBack(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			ev := newEvents(t)
+			r := newRig(t, testserver.Config{Era: era}, false, client.WithObserver(ev), client.WithFailFastAfter(2*time.Second))
+			r.start()
+			r.mustEcho("before")
+			r.srv.Stop()
+			waiting := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, err := callTool(r.ctx(), r.c, "echo", map[string]any{"text": "waiting"})
+				waiting <- err
+			}()
+			err := <-waiting
+			waited := time.Since(start)
+			t.Logf("a call waiting in the outage ended after %v: %v", waited.Round(time.Millisecond), err)
+			if !errors.Is(err, client.ErrUnavailable) || waited < 1900*time.Millisecond || waited > 4*time.Second {
+				t.Fatalf("a call waiting in the outage: %v after %v; want ErrUnavailable when the outage reaches 2s", err, waited)
+			}
+			s := r.c.Stats()
+			if !s.FailingFast || s.OutageSince.IsZero() {
+				t.Errorf("Stats: FailingFast %v, OutageSince %v; want the breaker open", s.FailingFast, s.OutageSince)
+			}
+			for i := range 5 {
+				start := time.Now()
+				_, err := callTool(r.ctx(), r.c, "echo", map[string]any{"text": fmt.Sprint("fast ", i)})
+				if took := time.Since(start); !errors.Is(err, client.ErrUnavailable) || took > 50*time.Millisecond {
+					t.Errorf("call %d with the breaker open: %v after %v; want ErrUnavailable within 50ms", i, err, took)
+				}
+			}
+			eventually(t, "the observer told the breaker opened", func() bool { return len(ev.breaker()) == 1 })
+
+			// Back: no call is made until the client says it is Ready.
+			httpBefore := r.srv.HTTPRequests("POST")
+			if err := r.srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the breaker closed", func() bool {
+				return r.c.State() == client.Ready && !r.c.Stats().FailingFast
+			})
+			b := ev.breaker()
+			if len(b) != 2 || !b[0].Open || b[1].Open {
+				t.Errorf("observer told %+v; want open, then closed", b)
+			}
+			if n := r.srv.RPCs("tools/call"); n != 1 {
+				t.Errorf("%d tools/call reached the server; only the one before the outage should have", n)
+			}
+			t.Logf("%d POSTs from the reconnect loop while the server came back", r.srv.HTTPRequests("POST")-httpBefore)
+			for i := range 5 {
+				r.mustEcho(fmt.Sprint("after ", i))
+			}
+		})
+	}
+}
+
+// A restart shorter than WithFailFastAfter fails no call: the breaker is
+// for outages, not restarts.
+func TestF36RestartShorterThanTheBreakerFailsNoCall(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era}, false, client.WithFailFastAfter(2*time.Second))
+			r.start()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var calls int
+			var failures []error
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 1000; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+						want := fmt.Sprint(g, "-", i)
+						got, err := callTool(ctx, r.c, "echo", map[string]any{"text": want})
+						cancel()
+						mu.Lock()
+						calls++
+						if err != nil || got != want {
+							failures = append(failures, fmt.Errorf("%q, %v", got, err))
+						}
+						mu.Unlock()
+						time.Sleep(20 * time.Millisecond)
+					}
+				}()
+			}
+			time.Sleep(200 * time.Millisecond)
+			r.srv.Stop()
+			time.Sleep(time.Second)
+			if err := r.srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "Ready", func() bool { return r.c.State() == client.Ready })
+			time.Sleep(200 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			t.Logf("%d calls through a 1s restart, %d failed; stats %+v", calls, len(failures), r.c.Stats())
+			if len(failures) > 0 {
+				t.Errorf("%d calls failed through a restart shorter than the breaker, the first: %v", len(failures), failures[0])
+			}
+			if r.c.Stats().FailedFast != 0 {
+				t.Errorf("%d calls failed fast", r.c.Stats().FailedFast)
+			}
+		})
+	}
+}

@@ -221,6 +221,7 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	case errors.As(err, &wait):
 		return r.fail("no session before the deadline", wait)
 	case errors.As(err, &ff):
+		c.stats.failedFast.Add(1)
 		return r.fail(ff.why, ff.last)
 	}
 	// Opening a session failed with an error no retry can fix: the

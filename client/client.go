@@ -65,9 +65,9 @@ type ResilientClient struct {
 	memory         memory      // subscriptions and logging level, restored on every new session
 	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
 
-	progress    progressRegistry                // calls followed by their progress, by token
-	breaker     breaker                         // WithFailFastAfter
-	stopWaiting [2]func(pool.Waiting) error     // what a call without a session asks while it waits; [1] for FailFast calls
+	progress    progressRegistry            // calls followed by their progress, by token
+	breaker     breaker                     // WithFailFastAfter
+	stopWaiting [2]func(pool.Waiting) error // what a call without a session asks while it waits; [1] for FailFast calls
 
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them

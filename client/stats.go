@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 )
 
 // Stats are counters since New, for dashboards and tests: a snapshot, a
@@ -37,8 +38,20 @@ type Stats struct {
 	// to another's call, by a server or a proxy that mixes up requests.
 	WrongAnswers uint64
 
+	// FailedFast counts calls that ended with ErrUnavailable without
+	// waiting for a session: FailFast calls after a failed reconnect
+	// attempt, and every call while the circuit breaker was open.
+	FailedFast uint64
+
 	Sessions int // sessions in service now
 	InFlight int // calls in progress now
+	// FailingFast: the circuit breaker (WithFailFastAfter) is open now:
+	// the server has been unreachable since OutageSince for longer than
+	// the option allows, and calls fail at once until a session is back.
+	FailingFast bool
+	// OutageSince is when the current outage began (the failure that left
+	// no session in service); the zero Time when there is none.
+	OutageSince time.Time
 }
 
 type counters struct {
@@ -46,7 +59,7 @@ type counters struct {
 	reinitializations, redials            atomic.Uint64
 	probes, probeFailures                 atomic.Uint64
 	outcomeUnknown, unavailable, authReqd atomic.Uint64
-	wrongAnswers                          atomic.Uint64
+	wrongAnswers, failedFast              atomic.Uint64
 	inFlight                              atomic.Int64
 }
 
@@ -84,7 +97,10 @@ func (c *ResilientClient) Stats() Stats {
 		AuthorizationRequired: c.stats.authReqd.Load(),
 		DroppedNotifications:  c.notifications.dropped.Load(),
 		WrongAnswers:          c.stats.wrongAnswers.Load(),
+		FailedFast:            c.stats.failedFast.Load(),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
+		FailingFast:           c.breaker.isOpen(),
+		OutageSince:           c.breaker.outageSince(),
 	}
 }
