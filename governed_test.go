@@ -544,3 +544,47 @@ func TestF36RestartShorterThanTheBreakerFailsNoCall(t *testing.T) {
 		})
 	}
 }
+
+// F34 against servers nobody here wrote: go-sdk's (stateful and stateless)
+// and server-everything's long-running tool, which report progress, run
+// longer than WithCallTimeout and succeed under ProgressTimeout, both with
+// the caller's own progressToken and with the client's.
+func TestF34ProgressAgainstRealServers(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKStatelessTarget, everythingTarget} {
+		t.Run(tg.name, func(t *testing.T) {
+			srv := tg.start(t)
+			c := realClient(t, srv, client.WithCallTimeout(time.Second))
+			for _, own := range []bool{true, false} {
+				req := srv.long("callers-own")
+				if !own {
+					req.Params.Meta = nil
+				}
+				var log progressLog
+				ctx := client.WithCallOptions(context.Background(), client.ProgressTimeout(900*time.Millisecond), log.option())
+				start := time.Now()
+				res, err := c.CallTool(ctx, req)
+				log.returned()
+				if err != nil || res.IsError {
+					t.Fatalf("long call (caller's token: %v) under ProgressTimeout: %v, %+v", own, err, res)
+				}
+				seen, _, after := log.snapshot()
+				t.Logf("caller's token %v: %d progress notifications over %v", own, len(seen), time.Since(start).Round(time.Millisecond))
+				if len(seen) < 3 || after {
+					t.Errorf("OnProgress saw %d notifications (after return: %v); want the tool's reports", len(seen), after)
+				}
+				for i := 1; i < len(seen); i++ {
+					if seen[i].Params.Progress <= seen[i-1].Params.Progress {
+						t.Errorf("progress out of order: %v then %v", seen[i-1].Params.Progress, seen[i].Params.Progress)
+					}
+				}
+				if own && len(seen) > 0 && seen[0].Params.ProgressToken != "callers-own" {
+					t.Errorf("progress for %v; want the caller's token", seen[0].Params.ProgressToken)
+				}
+			}
+			// Without ProgressTimeout, WithCallTimeout still cuts it.
+			if _, err := c.CallTool(context.Background(), srv.long("x")); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("long call without ProgressTimeout: %v; want WithCallTimeout's deadline", err)
+			}
+		})
+	}
+}
