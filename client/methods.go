@@ -190,6 +190,9 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 // goroutine); otherwise the error wraps ErrOutcomeUnknown.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return call(ctx, c, mcp.MethodToolsCall, req.Params.Name, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
+		if p := progressOf(ctx); p != nil {
+			req.Params.Meta = p.withToken(req.Params.Meta)
+		}
 		res, err := mc.CallTool(ctx, req)
 		c.obs.toolResult(ctx, res)
 		return res, err

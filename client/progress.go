@@ -59,6 +59,7 @@ type progressCall struct {
 	// belongs to the call. Guarded by mu.
 	mu         sync.Mutex // guards the fields below; a leaf
 	token, key string
+	typed      bool                       // the method put the token in its typed request: requests need no rewrite
 	queue      []mcp.ProgressNotification // for onProgress, in order
 	delivering bool                       // a goroutine is calling onProgress
 	finished   bool                       // the call returned: onProgress is called no more
@@ -220,11 +221,59 @@ func (p *progressCall) finish() {
 	p.delivered.Wait()
 }
 
+// progressKey finds a call's progressCall in the contexts derived from it.
+type progressKey struct{}
+
+// Value answers for progressKey, and passes every other key on.
+func (p *progressCall) Value(key any) any {
+	if key == (progressKey{}) {
+		return p
+	}
+	return p.Context.Value(key)
+}
+
+// progressOf is the progressCall of the call ctx belongs to, nil if none.
+func progressOf(ctx context.Context) *progressCall {
+	p, _ := ctx.Value(progressKey{}).(*progressCall)
+	return p
+}
+
+// withToken returns meta with the call's progressToken: meta itself if it
+// has one (which is then the call's), else a copy with the client's. A
+// method that builds its typed request this way spares every request a
+// pass over its body (rewrite).
+func (p *progressCall) withToken(meta *mcp.Meta) *mcp.Meta {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.typed = true
+	if meta != nil && meta.ProgressToken != nil {
+		if key := tokenKey(meta.ProgressToken); key != p.key {
+			p.reg.remove(p.key, p)
+			p.key = key
+			p.reg.add(key, p)
+		}
+		return meta
+	}
+	if p.token == "" {
+		p.token = p.reg.newToken()
+		p.key = tokenKey(p.token)
+		p.reg.add(p.key, p)
+	}
+	out := &mcp.Meta{ProgressToken: p.token}
+	if meta != nil {
+		out.AdditionalFields = meta.AdditionalFields
+	}
+	return out
+}
+
 // rewrite is the call's requests' way out (wire.Exchange.RewriteRequests):
 // a JSON-RPC request gets the call's progressToken in its params._meta,
 // unless it has one of its own, which is then the call's.
 func (p *progressCall) rewrite(req *http.Request) *http.Request {
-	if req.GetBody == nil {
+	p.mu.Lock()
+	typed := p.typed
+	p.mu.Unlock()
+	if typed || req.GetBody == nil {
 		return req
 	}
 	rc, err := req.GetBody()
