@@ -199,6 +199,7 @@ func ExampleResilientClient_IterTools() {
 	// progress read-only: false
 	// progressRead read-only: true
 	// slow read-only: false
+	// work read-only: false
 }
 
 // OnConnectionLost is told of each lost session, with the cause, before
