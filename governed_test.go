@@ -588,3 +588,53 @@ func TestF34ProgressAgainstRealServers(t *testing.T) {
 		})
 	}
 }
+
+// Progress is not only for tools/call: WithProgressTimeout governs every
+// request the caller makes, so each carries a progressToken of its own
+// call (the caller's kept where it set one), whatever the method.
+func TestProgressTokenOnEveryMethod(t *testing.T) {
+	for _, era := range bothEras {
+		t.Run(era.String(), func(t *testing.T) {
+			r := newRig(t, testserver.Config{Era: era, RecordMeta: true}, false, client.WithProgressTimeout(5*time.Second))
+			r.start()
+			read := mcp.ReadResourceRequest{}
+			read.Params.URI = testserver.CounterURI
+			if _, err := r.c.ReadResource(r.ctx(), read); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.c.ListTools(r.ctx(), mcp.ListToolsRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			prompt := mcp.GetPromptRequest{}
+			list, err := r.c.ListPrompts(r.ctx(), mcp.ListPromptsRequest{})
+			if err != nil || len(list.Prompts) == 0 {
+				t.Fatalf("ListPrompts: %v", err)
+			}
+			prompt.Params.Name = list.Prompts[0].Name
+			prompt.Params.Arguments = map[string]string{}
+			for _, a := range list.Prompts[0].Arguments {
+				prompt.Params.Arguments[a.Name] = "x"
+			}
+			if _, err := r.c.GetPrompt(r.ctx(), prompt); err != nil {
+				t.Fatal(err)
+			}
+			r.mustEcho("x")
+			tokens := map[any]string{}
+			for _, method := range []string{"resources/read", "tools/list", "prompts/list", "prompts/get", "tools/call"} {
+				metas := r.srv.ReceivedMeta(method)
+				if len(metas) == 0 {
+					t.Fatalf("no %s received", method)
+				}
+				token := metas[len(metas)-1]["progressToken"]
+				if token == nil {
+					t.Errorf("%s carried no progressToken: _meta %v", method, metas[len(metas)-1])
+					continue
+				}
+				if other, dup := tokens[token]; dup {
+					t.Errorf("%s and %s carried the same token %v", method, other, token)
+				}
+				tokens[token] = method
+			}
+		})
+	}
+}

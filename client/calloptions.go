@@ -94,8 +94,9 @@ func ProgressTimeout(idle time.Duration) CallOption {
 // and re-initializations. f runs on a goroutine of the call's own, so a
 // slow f does not stall the session; notifications that arrive while f runs
 // are queued (up to 1024; beyond, the newest are dropped and counted in
-// Stats().DroppedNotifications). f is never called after the call has
-// returned: the call waits for an f under way before it returns. The
+// Stats().DroppedNotifications). Every notification that arrived before the
+// call's answer is delivered before the call returns, and f is never called
+// after: the call waits for the queue to be delivered. The
 // client puts a progressToken in the request as ProgressTimeout does.
 func OnProgress(f func(mcp.ProgressNotification)) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.onProgress = f })

@@ -328,3 +328,57 @@ func ExampleWithObserver() {
 	// session re-initialized
 	// sent 2 times: ["1: first (waited: none)" "2: session_expired (waited: reinitialize)"]
 }
+
+// A call governed by the work it reports rather than by a wall clock: the
+// tool runs longer than WithCallTimeout, and the call lives as long as
+// progress keeps coming (ProgressTimeout), with this call's progress handed
+// to OnProgress, in order. A tool that went silent would end the call one
+// idle period after its last report.
+func ExampleWithCallOptions() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+	c, err := client.New(srv.URL(), client.WithCallTimeout(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	steps := 0
+	ctx := client.WithCallOptions(context.Background(),
+		client.ProgressTimeout(500*time.Millisecond),
+		client.OnProgress(func(n mcp.ProgressNotification) { steps++ }),
+	)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "work" // reports progress 10 times, 200ms apart: 2s
+	req.Params.Arguments = map[string]any{"n": 10, "ms": 200}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(mcp.TextContent).Text, "after", steps, "progress notifications")
+	// Output: done 10 after 10 progress notifications
+}
+
+// Failing fast when the server is gone: a FailFast call does not wait for
+// the reconnect loop once an attempt to reconnect has failed; it returns
+// ErrUnavailable (it did not run).
+func ExampleFailFast() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+	c, err := client.New(srv.URL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	srv.Stop() // gone for the afternoon
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	err = c.Ping(client.WithCallOptions(ctx, client.FailFast()))
+	fmt.Println(errors.Is(err, client.ErrUnavailable), time.Since(start) < 10*time.Second)
+	// Output: true true
+}

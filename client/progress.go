@@ -62,7 +62,7 @@ type progressCall struct {
 	typed      bool                       // the method put the token in its typed request: requests need no rewrite
 	queue      []mcp.ProgressNotification // for onProgress, in order
 	delivering bool                       // a goroutine is calling onProgress
-	finished   bool                       // the call returned: onProgress is called no more
+	finished   bool                       // the call is returning: nothing more is queued
 	delivered  sync.WaitGroup             // the delivery goroutine
 }
 
@@ -187,12 +187,13 @@ func (p *progressCall) progressed(n mcp.ProgressNotification) bool {
 }
 
 // deliver calls onProgress with the queued notifications, in order, until
-// the queue is empty or the call has returned.
+// the queue is empty. What arrived before the call's answer is delivered
+// before the call returns.
 func (p *progressCall) deliver() {
 	defer p.delivered.Done()
 	for {
 		p.mu.Lock()
-		if p.finished || len(p.queue) == 0 {
+		if len(p.queue) == 0 {
 			p.queue, p.delivering = nil, false
 			p.mu.Unlock()
 			return
@@ -205,8 +206,8 @@ func (p *progressCall) deliver() {
 }
 
 // finish ends the call's progress: it leaves the registry, its timer
-// stops, and once an onProgress under way has returned, none is called
-// again.
+// stops, no notification is queued any more, and once those queued before
+// have been delivered, onProgress is called no more.
 func (p *progressCall) finish() {
 	p.mu.Lock()
 	p.finished = true
