@@ -100,7 +100,7 @@ func TestIteratorOverAFillingPool(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	if len(names) != 8 {
+	if len(names) != 9 {
 		t.Errorf("IterTools over a pool of 4 yielded %v", names)
 	}
 	if logs.has(slog.LevelInfo, "listing again from the start", "method", "tools/list") {
