@@ -62,16 +62,11 @@ func (t *observedTransport) inject(req *http.Request, ct *callTrace) *http.Reque
 			maps.Copy(meta, m)
 		}
 	}
-	if len(meta) == 0 || req.GetBody == nil {
+	if len(meta) == 0 {
 		return req
 	}
-	rc, err := req.GetBody()
-	if err != nil {
-		return req
-	}
-	body, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
+	body := requestBody(req)
+	if body == nil {
 		return req
 	}
 	out, id := withMeta(body, meta)
@@ -81,14 +76,37 @@ func (t *observedTransport) inject(req *http.Request, ct *callTrace) *http.Reque
 	if out == nil {
 		return req
 	}
+	return withBody(req, out)
+}
+
+// requestBody is a copy of req's body, read through GetBody (mcp-go's are
+// in memory); nil if it cannot be had.
+func requestBody(req *http.Request) []byte {
+	if req.GetBody == nil {
+		return nil
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(rc)
+	if err != nil {
+		return nil
+	}
+	return body
+}
+
+// withBody returns a copy of req that sends body instead of its own.
+func withBody(req *http.Request, body []byte) *http.Request {
 	if req.Body != nil {
 		req.Body.Close() // a RoundTripper closes the body it was given, even one it replaces
 	}
 	r := new(http.Request)
 	*r = *req
-	r.Body = io.NopCloser(bytes.NewReader(out)) // in memory: net/http writes it with the headers
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	r.ContentLength = int64(len(out))
+	r.Body = io.NopCloser(bytes.NewReader(body)) // in memory: net/http writes it with the headers
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
 	return r
 }
 

@@ -1,13 +1,11 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -248,23 +246,35 @@ func (p *progressCall) withToken(meta *mcp.Meta) *mcp.Meta {
 	defer p.mu.Unlock()
 	p.typed = true
 	if meta != nil && meta.ProgressToken != nil {
-		if key := tokenKey(meta.ProgressToken); key != p.key {
+		p.useLocked(meta.ProgressToken)
+		return meta
+	}
+	out := &mcp.Meta{ProgressToken: p.useLocked(nil)}
+	if meta != nil {
+		out.AdditionalFields = meta.AdditionalFields
+	}
+	return out
+}
+
+// useLocked makes own, the token a request already carries, the call's;
+// with none, the client's own token for the call, made on first use and
+// kept through replays. It returns the client's token ("" when own is
+// used).
+func (p *progressCall) useLocked(own any) string {
+	if own != nil {
+		if key := tokenKey(own); key != p.key {
 			p.reg.remove(p.key, p)
 			p.key = key
 			p.reg.add(key, p)
 		}
-		return meta
+		return ""
 	}
 	if p.token == "" {
 		p.token = p.reg.newToken()
 		p.key = tokenKey(p.token)
 		p.reg.add(p.key, p)
 	}
-	out := &mcp.Meta{ProgressToken: p.token}
-	if meta != nil {
-		out.AdditionalFields = meta.AdditionalFields
-	}
-	return out
+	return p.token
 }
 
 // rewrite is the call's requests' way out (wire.Exchange.RewriteRequests):
@@ -274,16 +284,11 @@ func (p *progressCall) rewrite(req *http.Request) *http.Request {
 	p.mu.Lock()
 	typed := p.typed
 	p.mu.Unlock()
-	if typed || req.GetBody == nil {
+	if typed {
 		return req
 	}
-	rc, err := req.GetBody()
-	if err != nil {
-		return req
-	}
-	body, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil || !json.Valid(body) {
+	body := requestBody(req)
+	if body == nil || !json.Valid(body) {
 		return req
 	}
 	own, isRequest := progressTokenIn(body)
@@ -291,33 +296,15 @@ func (p *progressCall) rewrite(req *http.Request) *http.Request {
 		return req
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if own != nil {
-		if key := tokenKey(own); key != p.key {
-			p.reg.remove(p.key, p)
-			p.key = key
-			p.reg.add(key, p)
-		}
+	token := p.useLocked(own)
+	p.mu.Unlock()
+	if token == "" {
 		return req
 	}
-	if p.token == "" {
-		p.token = p.reg.newToken()
-		p.key = tokenKey(p.token)
-		p.reg.add(p.key, p)
+	if out, _ := withMeta(body, map[string]string{"progressToken": token}); out != nil {
+		return withBody(req, out)
 	}
-	out, _ := withMeta(body, map[string]string{"progressToken": p.token})
-	if out == nil {
-		return req
-	}
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	r := new(http.Request)
-	*r = *req
-	r.Body = io.NopCloser(bytes.NewReader(out))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	r.ContentLength = int64(len(out))
-	return r
+	return req
 }
 
 // progressTokenIn finds the progressToken of a JSON-RPC request's
