@@ -134,7 +134,9 @@ func (p *progressCall) sending() {
 	p.last.Store(p.now())
 	p.out.Store(true)
 	if p.idle > 0 && p.timer == nil {
-		p.timer = time.AfterFunc(p.idle, p.check)
+		// Set before it can fire: check reads it.
+		p.timer = time.AfterFunc(time.Hour, p.check)
+		p.timer.Reset(p.idle)
 	}
 }
 
