@@ -102,46 +102,64 @@ func TestF34ProgressKeepsALongCallAlive(t *testing.T) {
 // is not sent again, and the server is told: notifications/cancelled with
 // the call's request id in the session era (the tool sees its context
 // cancelled), the request's stream closed in 2026-07-28.
+//
+// The client-wide WithProgressTimeout does the same as the call option.
 func TestF35StalledCallEndsOneIdlePeriodAfterItsLastProgress(t *testing.T) {
 	for _, era := range bothEras {
-		t.Run(era.String(), func(t *testing.T) {
-			r := newRig(t, testserver.Config{Era: era}, false, client.WithCallTimeout(2*time.Second))
-			r.start()
-			var log progressLog
-			ctx := client.WithCallOptions(context.Background(), client.ProgressTimeout(time.Second), log.option())
-			_, err := callToolRequest(ctx, r.c, work(25, 100, 3))
-			ended := time.Now()
-			log.returned()
-			var pe *client.ProgressTimeoutError
-			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &pe) || pe.Idle != time.Second {
-				t.Fatalf("stalled work: %v; want ErrOutcomeUnknown, DeadlineExceeded and *ProgressTimeoutError{1s}", err)
+		for _, clientWide := range []bool{false, true} {
+			name := era.String() + "/ProgressTimeout"
+			if clientWide {
+				name = era.String() + "/WithProgressTimeout"
 			}
-			if errors.Is(err, context.Canceled) {
-				t.Errorf("stalled work: %v also says the caller cancelled", err)
-			}
-			seen, at, _ := log.snapshot()
-			if len(seen) != 3 {
-				t.Fatalf("OnProgress saw %d notifications, want the 3 before the stall", len(seen))
-			}
-			idle := ended.Sub(at[len(at)-1])
-			t.Logf("the call ended %v after its last progress (ProgressTimeout 1s): %v", idle.Round(time.Millisecond), err)
-			// The idle clock is checked by a timer: the call ends at the
-			// idle period, plus the timer's and the scheduler's lateness.
-			if idle < time.Second-50*time.Millisecond || idle > 2*time.Second {
-				t.Errorf("the call ended %v after its last progress; want about 1s", idle)
-			}
-			eventually(t, "the tool stopped", func() bool { return r.srv.ToolRuns("work.cancelled") == 1 })
-			if runs := r.srv.ToolRuns("work"); runs != 1 {
-				t.Errorf("work ran %d times, want 1", runs)
-			}
-			if era == testserver.SessionEra {
-				ids := r.srv.ToolCallIDs()
-				eventually(t, "notifications/cancelled", func() bool { return len(r.srv.CancelledIDs()) == 1 })
-				if got := r.srv.CancelledIDs(); len(ids) != 1 || got[0] != ids[0] {
-					t.Errorf("notifications/cancelled for %v; want the call's id %v", got, ids)
-				}
-			}
-		})
+			t.Run(name, func(t *testing.T) { stalledCall(t, era, clientWide) })
+		}
+	}
+}
+
+func stalledCall(t *testing.T, era testserver.Era, clientWide bool) {
+	opts := []client.Option{client.WithCallTimeout(2 * time.Second)}
+	if clientWide {
+		opts = append(opts, client.WithProgressTimeout(time.Second))
+	}
+	r := newRig(t, testserver.Config{Era: era}, false, opts...)
+	r.start()
+	var log progressLog
+	callOpts := []client.CallOption{log.option()}
+	if !clientWide {
+		callOpts = append(callOpts, client.ProgressTimeout(time.Second))
+	}
+	ctx := client.WithCallOptions(context.Background(), callOpts...)
+	_, err := callToolRequest(ctx, r.c, work(25, 100, 3))
+	ended := time.Now()
+	log.returned()
+	var pe *client.ProgressTimeoutError
+	if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &pe) || pe.Idle != time.Second {
+		t.Fatalf("stalled work: %v; want ErrOutcomeUnknown, DeadlineExceeded and *ProgressTimeoutError{1s}", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Errorf("stalled work: %v also says the caller cancelled", err)
+	}
+	seen, at, _ := log.snapshot()
+	if len(seen) != 3 {
+		t.Fatalf("OnProgress saw %d notifications, want the 3 before the stall", len(seen))
+	}
+	idle := ended.Sub(at[len(at)-1])
+	t.Logf("the call ended %v after its last progress (ProgressTimeout 1s): %v", idle.Round(time.Millisecond), err)
+	// The idle clock is checked by a timer: the call ends at the
+	// idle period, plus the timer's and the scheduler's lateness.
+	if idle < time.Second-50*time.Millisecond || idle > 2*time.Second {
+		t.Errorf("the call ended %v after its last progress; want about 1s", idle)
+	}
+	eventually(t, "the tool stopped", func() bool { return r.srv.ToolRuns("work.cancelled") == 1 })
+	if runs := r.srv.ToolRuns("work"); runs != 1 {
+		t.Errorf("work ran %d times, want 1", runs)
+	}
+	if era == testserver.SessionEra {
+		ids := r.srv.ToolCallIDs()
+		eventually(t, "notifications/cancelled", func() bool { return len(r.srv.CancelledIDs()) == 1 })
+		if got := r.srv.CancelledIDs(); len(ids) != 1 || got[0] != ids[0] {
+			t.Errorf("notifications/cancelled for %v; want the call's id %v", got, ids)
+		}
 	}
 }
 
