@@ -656,3 +656,48 @@ func TestProgressTokenOnEveryMethod(t *testing.T) {
 		})
 	}
 }
+
+// F35 against servers nobody here wrote: the server process freezes
+// (SIGSTOP) in the middle of a long call that reports progress. The call
+// ends one idle period after its last progress with ErrOutcomeUnknown and
+// *ProgressTimeoutError, rather than at its deadline; once the server
+// thaws, the client serves calls again.
+func TestF35FrozenRealServerEndsTheCallByProgress(t *testing.T) {
+	for _, tg := range []target{goSDKTarget, goSDKStatelessTarget, everythingTarget} {
+		t.Run(tg.name, func(t *testing.T) {
+			srv := tg.start(t)
+			c := realClient(t, srv)
+			var log progressLog
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ctx = client.WithCallOptions(ctx, client.ProgressTimeout(time.Second), log.option())
+			req := srv.long("")
+			req.Params.Meta = nil
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.CallTool(ctx, req)
+				log.returned()
+				done <- err
+			}()
+			eventually(t, "the first progress", func() bool { seen, _, _ := log.snapshot(); return len(seen) > 0 })
+			srv.freeze(t)
+			err := <-done
+			ended := time.Now()
+			srv.thaw(t)
+			_, at, _ := log.snapshot()
+			idle := ended.Sub(at[len(at)-1])
+			t.Logf("frozen after %d progress notifications; the call ended %v after the last: %v", len(at), idle.Round(time.Millisecond), err)
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.As(err, new(*client.ProgressTimeoutError)) {
+				t.Fatalf("call to a frozen server: %v; want ErrOutcomeUnknown for want of progress", err)
+			}
+			if idle < 950*time.Millisecond || idle > 2500*time.Millisecond {
+				t.Errorf("ended %v after the last progress; want about the idle timeout (1s)", idle)
+			}
+			echo, want := srv.echo("thawed")
+			res, err := c.CallTool(ctx, echo)
+			if err != nil || len(res.Content) == 0 || res.Content[0].(mcp.TextContent).Text != want {
+				t.Errorf("a call after the thaw: %+v, %v", res, err)
+			}
+		})
+	}
+}
