@@ -83,7 +83,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		ct.attempted(err, v.Corrupt)
 		if c.closed.Load() {
 			// Close closed the session under the call.
-			r.MayHaveRun = r.MayHaveRun || v.Sent || v.MayHaveRun()
+			r.AfterClose(v)
 			return r.closed(err)
 		}
 		a := r.After(v, safe, deadline)
