@@ -65,7 +65,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		err = send(ct.attempt(ctx, s), s)
 		lease.Release()
 		if err == nil {
-			ct.attempted(nil, false)
+			ct.answered()
 			s.health().Touch()
 			s.markServed()
 			return nil
@@ -80,7 +80,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		if v.Cause != nil {
 			err = v.Cause
 		}
-		ct.attempted(err, v.Corrupt)
+		ct.attempted(err, v, r.CtxErr)
 		if c.closed.Load() {
 			// Close closed the session under the call.
 			r.AfterClose(v)
