@@ -164,33 +164,51 @@ func TestF6ServerSessionIdleTTL(t *testing.T) {
 
 // F8: a server that declines the GET event stream with 405 gets at most one
 // GET per session and the client shows no error. A notification handler is
-// what makes a session-era session ask for the stream; the stateless era has
+// what makes a session-era session ask for the stream: registered before
+// the first session, mcp-go's listener asks for it; after, the client's
+// own. Neither asks again, however short the backoff. The stateless era has
 // no GET stream at all.
 func TestF8DeclinedEventStream(t *testing.T) {
 	for _, era := range bothEras {
-		t.Run(era.String(), func(t *testing.T) {
-			r := newRig(t, testserver.Config{Era: era, DeclineGET: true}, false, client.WithKeepAlive(20*time.Millisecond))
-			r.c.OnNotification(func(mcp.JSONRPCNotification) {})
-			r.start()
-			r.mustEcho("one")
-			if err := r.srv.Restart(); err != nil {
-				t.Fatal(err)
-			}
-			r.mustEcho("two")
-			time.Sleep(100 * time.Millisecond)
-			r.mustEcho("three")
-			s := r.c.Stats()
-			sessions := 1 + int64(s.Reinitializations+s.Redials)
-			gets := r.srv.HTTPRequests("GET")
-			t.Logf("%d GETs declined for %d sessions", gets, sessions)
-			switch {
-			case era == testserver.StatelessEra && gets != 0:
-				t.Errorf("%d GETs in the stateless era, which has no GET stream", gets)
-			case era == testserver.SessionEra && gets < 1:
-				t.Error("no GET was sent, so the declined stream was never provoked")
-			case gets > sessions:
-				t.Errorf("%d GETs for %d sessions", gets, sessions)
-			}
-		})
+		t.Run(era.String(), func(t *testing.T) { declinedEventStream(t, era, false) })
+	}
+	t.Run("SessionEra/handler after the first call", func(t *testing.T) { declinedEventStream(t, testserver.SessionEra, true) })
+}
+
+func declinedEventStream(t *testing.T, era testserver.Era, late bool) {
+	r := newRig(t, testserver.Config{Era: era, DeclineGET: true}, false, client.WithKeepAlive(20*time.Millisecond),
+		client.WithBackOff(fastBackOff))
+	if !late {
+		r.c.OnNotification(func(mcp.JSONRPCNotification) {})
+	}
+	r.start()
+	r.mustEcho("one")
+	if late && era == testserver.SessionEra {
+		// The client's own stream, on the session in service: a loop
+		// would ask again every 10 ms.
+		r.c.OnNotification(func(mcp.JSONRPCNotification) {})
+		eventually(t, "the event stream asked for", func() bool { return r.srv.HTTPRequests("GET") >= 1 })
+		time.Sleep(100 * time.Millisecond)
+		if s, gets := r.c.Stats(), r.srv.HTTPRequests("GET"); gets != 1 || s.Reinitializations+s.Redials != 0 {
+			t.Errorf("%d GETs declined on the first session (stats %+v), want 1", gets, s)
+		}
+	}
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.mustEcho("two")
+	time.Sleep(100 * time.Millisecond)
+	r.mustEcho("three")
+	s := r.c.Stats()
+	sessions := 1 + int64(s.Reinitializations+s.Redials)
+	gets := r.srv.HTTPRequests("GET")
+	t.Logf("%d GETs declined for %d sessions", gets, sessions)
+	switch {
+	case era == testserver.StatelessEra && gets != 0:
+		t.Errorf("%d GETs in the stateless era, which has no GET stream", gets)
+	case era == testserver.SessionEra && gets < 1:
+		t.Error("no GET was sent, so the declined stream was never provoked")
+	case gets > sessions:
+		t.Errorf("%d GETs for %d sessions", gets, sessions)
 	}
 }

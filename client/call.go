@@ -84,7 +84,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		lease.Release()
 		if err == nil {
-			ct.attempted(nil, false)
+			ct.answered()
 			s.health().Touch()
 			s.markServed()
 			return nil
@@ -99,10 +99,10 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		if v.Cause != nil {
 			err = v.Cause
 		}
-		ct.attempted(err, v.Corrupt)
+		ct.attempted(err, v, r.CtxErr)
 		if c.closed.Load() {
 			// Close closed the session under the call.
-			r.MayHaveRun = r.MayHaveRun || v.Sent || v.MayHaveRun()
+			r.AfterClose(v)
 			return r.closed(err)
 		}
 		a := r.After(v, safe, deadline)

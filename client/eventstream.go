@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,64 +27,97 @@ import (
 // a call or a probe (F27); a stream wanted only after the session opened is
 // opened then (F32).
 
-// streamWatch follows one session's event stream from the tracker: mcp-go's
-// listener, or the client's own (listenLate), sends its GETs under a context
-// that carries it. It is safe for concurrent use.
+// streamWatch follows one session's event stream: mcp-go's listener sends
+// its GETs under a context that carries it, and the tracker tells it how
+// the server answered (Answered); the client's own loop (listenLate) asks
+// it directly. Either way the policy decides what follows (AfterStream),
+// so that both loops do alike. It is safe for concurrent use.
 type streamWatch struct {
 	c       *ResilientClient
 	session atomic.Pointer[session] // set once the session is made; nil before
-	opened  atomic.Bool             // the server accepted the stream once
-	fired   atomic.Bool             // the loss was reported
-	asking  atomic.Bool             // a refusal from the start is being checked with a probe
-	asked   atomic.Bool             // the probe found the session alive: the server does not offer the stream
+	// stop ends mcp-go's listener (its Start's context), when the policy
+	// says the stream is not asked for again; set before the watch is
+	// shared.
+	stop   context.CancelFunc
+	opened atomic.Bool // the server accepted the stream once
+	fired  atomic.Bool // the loss was reported
+	asking atomic.Bool // a refusal from the start is being checked with a probe
+	asked  atomic.Bool // the probe found the session alive: the server does not offer the stream
 }
 
-// errEventStreamGone is the loss of a session whose event stream the
-// server stopped knowing.
-var errEventStreamGone = errors.New("the server no longer knows the session: its event stream was refused")
+// errEventStreamRefused is what an answer other than 200 to the event
+// stream's GET is, with its status.
+type errEventStreamRefused int
 
-// Answered is told by the tracker of each answer to the stream's GET, and
-// carries out what the policy says a refusal means (policy.StreamRefused):
-// when the server lost the session, the session is taken out of service
-// and a new one opened in the background, which restores the
-// subscriptions and opens its own stream, with no call made; when the
-// stream was refused from the start, the session is asked once with a
-// probe, and replaced only if the probe says the server forgot it, so that
-// no loop of new sessions follows.
+func (e errEventStreamRefused) Error() string {
+	return fmt.Sprintf("the event stream was refused (%d)", int(e))
+}
+
+// Answered is told by the tracker of each answer to mcp-go's GET of the
+// stream, and carries out what the policy says follows: when the server
+// lost the session, the session is taken out of service and a new one
+// opened in the background, which restores the subscriptions and opens its
+// own stream, with no call made; when the server has no stream, or refused
+// it for good, mcp-go's listener is stopped (it stops on 405 by itself, and
+// would ask again every second for anything else); anything else mcp-go's
+// listener asks for again, on its own schedule.
 func (w *streamWatch) Answered(status int) {
 	if policy.StreamOpened(status) {
 		w.opened.Store(true)
 		return
 	}
-	refusal := policy.StreamRefused(status, w.opened.Load())
-	if refusal == policy.StreamServed {
+	if w.fired.Load() {
 		return
 	}
-	s := w.session.Load()
-	if s == nil || w.fired.Load() {
-		return
-	}
-	if refusal == policy.StreamAskSession && !w.forgotten(s) {
-		return
-	}
-	if !w.fired.CompareAndSwap(false, true) {
-		return
-	}
-	err := fmt.Errorf("%w (%d)", errEventStreamGone, status)
-	if w.c.pool.DiscardValue(s, &lostError{kind: policy.LossExpired, err: err}) {
-		w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "status", status)
+	a := policy.AfterStream(w.verdict(policy.StreamAnswer{Status: status}))
+	switch a.Next {
+	case policy.StreamRenew:
+		w.lost(a, errEventStreamRefused(status))
+	case policy.StreamStop:
+		w.c.log.Info("event stream not asked for again on this session", "why", a.Why, "status", status)
+		if w.stop != nil {
+			w.stop()
+		}
 	}
 }
 
-// forgotten asks the server, with a probe of the session, whether it still
-// knows a session whose stream it refused from the start. The probe runs
+// verdict classifies a GET of the stream that did not open it (the
+// policy's StreamVerdict), with what the watch knows of the session: a
+// refusal from the start is first checked with a probe of the session.
+func (w *streamWatch) verdict(ans policy.StreamAnswer) policy.Verdict {
+	ans.OpenedBefore = w.opened.Load()
+	if s := w.session.Load(); s != nil && ans.Status != 0 &&
+		policy.StreamRefused(ans.Status, ans.OpenedBefore) == policy.StreamAskSession {
+		ans.SessionAlive, ans.SessionForgotten = w.ask(s)
+	}
+	return policy.StreamVerdict(ans)
+}
+
+// lost takes the watch's session out of service, once, as the policy said
+// (a, a StreamRenew) for the refusal err.
+func (w *streamWatch) lost(a policy.StreamAction, err error) {
+	s := w.session.Load()
+	if s == nil || !w.fired.CompareAndSwap(false, true) {
+		return
+	}
+	if w.c.pool.DiscardValue(s, &lostError{kind: a.Discard, err: fmt.Errorf("%s: %w", a.Why, err)}) {
+		w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "why", a.Why, "err", err)
+	}
+}
+
+// ask asks the server, with a probe of the session, whether it still knows
+// a session whose stream it refused from the start: alive, it does;
+// forgotten, it does not; neither, the probe could not tell. The probe runs
 // on the stream's goroutine, which waits for it (bounded by the probe
-// timeout and Close) before it asks for the stream again; one at a time,
-// and never again once the server answered it: a server that knows the
-// session and refuses its stream costs one probe per session.
-func (w *streamWatch) forgotten(s *session) bool {
-	if w.asked.Load() || !w.asking.CompareAndSwap(false, true) {
-		return false
+// timeout and Close) before it decides; one at a time, and never again
+// once the server answered it: a server that knows the session and
+// refuses its stream costs one probe per session.
+func (w *streamWatch) ask(s *session) (alive, forgotten bool) {
+	if w.asked.Load() {
+		return true, false
+	}
+	if !w.asking.CompareAndSwap(false, true) {
+		return false, false
 	}
 	defer w.asking.Store(false)
 	ctx, cancel := context.WithTimeout(w.c.lifetime, w.c.opts.probeTimeout())
@@ -93,19 +127,25 @@ func (w *streamWatch) forgotten(s *session) bool {
 	switch {
 	case err == nil:
 		w.asked.Store(true)
-		return false
+		return true, false
 	case errors.As(err, &pe) && policy.ProbeLoss(pe.verdict) == policy.LossExpired:
-		return true
+		return false, true
 	}
 	// Unreachable, busy, or an error that says nothing of the session:
 	// the next refusal asks again.
-	return false
+	return false, false
 }
 
-// watchStream returns the context a session's event stream requests go out
-// under, and its watch.
+// watchStream returns the context mcp-go's listener of a session's event
+// stream runs under, made from ctx, and its watch. The context has ctx's
+// values but does not end with it: the listener ends with the session's
+// mcp-go client, which the session's close closes (as a failed handshake
+// does), or when the watch stops it; a context that ended with ctx (the
+// client's) would stay registered in it until Close, one per session ever
+// opened.
 func (c *ResilientClient) watchStream(ctx context.Context) (context.Context, *streamWatch) {
 	w := &streamWatch{c: c}
+	ctx, w.stop = context.WithCancel(context.WithoutCancel(ctx))
 	return wire.WatchStream(ctx, w), w
 }
 
@@ -113,7 +153,8 @@ func (c *ResilientClient) watchStream(ctx context.Context) (context.Context, *st
 // opened without one, once it is wanted: a handler registered, or a
 // subscription made, after the session opened (F32). mcp-go decides on a
 // transport's stream when the transport is made, so the client reads this
-// one itself. The session's close ends it.
+// one itself, and asks the policy what follows each end of it, as the
+// watch does for mcp-go's. The session's close ends it.
 func (c *ResilientClient) listenLate(s *session) {
 	if !s.sessionEra || !c.wantsEventStream() || s.listening.Swap(true) {
 		return
@@ -121,16 +162,23 @@ func (c *ResilientClient) listenLate(s *session) {
 	s.listeners.Add(1)
 	go func() {
 		defer s.listeners.Done()
-		ctx := wire.WatchStream(s.ctx, s.stream)
-		pauses := c.opts.newBackOff()
+		retries := policy.StreamRetries{NewBackOff: c.opts.newBackOff}
 		for {
-			err := c.readEventStream(ctx, s)
-			if ctx.Err() != nil || errors.Is(err, transport.ErrGetMethodNotAllowed) {
+			end, err := c.readEventStream(s.ctx, s)
+			if s.ctx.Err() != nil {
 				return
 			}
-			pause := pauses.NextBackOff()
-			c.log.Debug("event stream ended; opening it again", "err", err, "pause", pause)
-			if wait.Sleep(ctx, pause, nil) != wait.Elapsed {
+			a := retries.After(end)
+			switch a.Next {
+			case policy.StreamRenew:
+				s.stream.lost(a, err)
+				return
+			case policy.StreamStop:
+				c.log.Info("event stream not asked for again on this session", "member", s.member, "why", a.Why, "err", err)
+				return
+			}
+			c.log.Debug("event stream ended; opening it again", "member", s.member, "why", a.Why, "err", err, "pause", a.Pause)
+			if wait.Sleep(s.ctx, a.Pause, nil) != wait.Elapsed {
 				return
 			}
 		}
@@ -138,19 +186,22 @@ func (c *ResilientClient) listenLate(s *session) {
 }
 
 // readEventStream opens s's GET event stream and hands what it carries to
-// the client until it ends.
-func (c *ResilientClient) readEventStream(ctx context.Context, s *session) error {
+// the client until it ends. It returns how it ended, for the policy, and
+// the error it met, if any.
+func (c *ResilientClient) readEventStream(ctx context.Context, s *session) (policy.StreamEnd, error) {
 	resp, err := c.sessionRequest(ctx, s, http.MethodGet, nil)
 	if err != nil {
-		return err
+		return policy.StreamEnd{Failed: true, Verdict: s.stream.verdict(policy.StreamAnswer{Err: err})}, err
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusMethodNotAllowed:
-		return transport.ErrGetMethodNotAllowed
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("event stream: status %d", resp.StatusCode)
+	if !policy.StreamOpened(resp.StatusCode) {
+		v := s.stream.verdict(policy.StreamAnswer{
+			Status:     resp.StatusCode,
+			RetryAfter: wire.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+		})
+		return policy.StreamEnd{Failed: true, Verdict: v}, errEventStreamRefused(resp.StatusCode)
 	}
+	s.stream.opened.Store(true)
 	lines := bufio.NewScanner(resp.Body)
 	// The guard bounds the body already; one event up to the same limit.
 	lines.Buffer(nil, int(min(c.opts.maxResponseBytes, 1<<30))+1)
@@ -170,7 +221,7 @@ func (c *ResilientClient) readEventStream(ctx context.Context, s *session) error
 			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
 		}
 	}
-	return lines.Err()
+	return policy.StreamEnd{}, lines.Err()
 }
 
 // streamMessage handles one message of a stream the client reads itself.

@@ -7,6 +7,8 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // IterTools returns an iterator over the server's tools that fetches pages
@@ -100,9 +102,8 @@ func iterate[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMetho
 		var zero T
 		yielded := map[string]struct{}{}
 		for restarts := 0; ; restarts++ {
-			if restarts > c.opts.maxAttempts {
-				yield(zero, &callError{kind: ErrUnavailable, method: string(method),
-					why: fmt.Sprintf("the session was replaced under the listing %d times in a row", restarts-1)})
+			if a := policy.AfterListingRestart(restarts, c.opts.maxAttempts); a.End != policy.Continue {
+				yield(zero, &callError{kind: ErrUnavailable, method: string(method), why: a.Why})
 				return
 			}
 			again, err := iterateOnce(ctx, c, method, start, page, key, yielded, yield)

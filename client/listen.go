@@ -65,8 +65,11 @@ func (l *listenSet) union(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
 // the stream is opened again after every reconnect and after the server
 // ends it, so the handlers registered with OnNotification see no gap but
 // the outage itself (the protocol has no replay of notifications sent while
-// no stream was open). Listen returns nil when ctx ends, and ErrClosed if
-// the client is closed first.
+// no stream was open). A refusal that no retry can fix (a server without
+// subscriptions/listen, a filter it refuses, authorization refused) is
+// logged and not asked again on that session until what is listened for
+// changes, or a new session opens. Listen returns nil when ctx ends, and
+// ErrClosed if the client is closed first.
 //
 // Every Listen, ListenAsync and Subscribe of the client shares one stream
 // per session, listening for the union of their filters; a Listen that ends

@@ -3,15 +3,11 @@ package client
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/url"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
@@ -94,6 +90,11 @@ type callTrace struct {
 	proto     string // HTTP version of the attempt's last response
 	refused   bool   // a replay was refused
 	toolError bool   // the tools/call's result has IsError
+	// lastType and lastCode are the ErrorType and RPCCode of the last
+	// attempt's failure, "" once the call went on after it: the call's own
+	// if it returns the server's answer as is.
+	lastType string
+	lastCode int
 }
 
 func (ct *callTrace) Value(key any) any {
@@ -173,9 +174,9 @@ func (o *observers) endCall(ctx context.Context, err error) error {
 func (ct *callTrace) end(err error) {
 	ct.mu.Lock()
 	end := CallEnd{Err: err, Attempts: ct.attempts, ReplayRefused: ct.refused}
-	toolError := ct.toolError
+	toolError, lastType, lastCode := ct.toolError, ct.lastType, ct.lastCode
 	ct.mu.Unlock()
-	end.ErrorType, end.RPCCode = callErrorType(err, toolError)
+	end.ErrorType, end.RPCCode = callErrorType(err, toolError, lastType, lastCode)
 	for _, ob := range ct.o.list {
 		ob.EndCall(ct.Context, end)
 	}
@@ -220,20 +221,30 @@ func (ct *callTrace) startAttempt(ctx context.Context, session, version string, 
 	return ctx
 }
 
-// attempted tells the observers how the attempt under way ended: err, the
-// attempt's error (nil if answered), and corrupt, whether the answer
-// carried another request's id.
-func (ct *callTrace) attempted(err error, corrupt bool) {
+// answered tells the observers that the attempt under way was answered.
+func (ct *callTrace) answered() {
 	if ct == nil {
 		return
 	}
-	ct.endAttempt(err, attemptErrorType(err, corrupt))
+	ct.endAttempt(nil, "", 0)
 }
 
-func (ct *callTrace) endAttempt(err error, errorType string) {
+// attempted tells the observers that the attempt under way failed with
+// err, which the policy classified as v (ctxErr is the caller's context's
+// error, if it ended): its ErrorType is the verdict's (policy.ErrorType).
+func (ct *callTrace) attempted(err error, v policy.Verdict, ctxErr error) {
+	if ct == nil {
+		return
+	}
+	errorType, code := policy.ErrorType(v, err, ctxErr)
+	ct.endAttempt(err, errorType, code)
+}
+
+func (ct *callTrace) endAttempt(err error, errorType string, code int) {
 	ct.mu.Lock()
 	cur := ct.cur
 	ct.cur = nil
+	ct.lastType, ct.lastCode = errorType, code
 	end := AttemptEnd{Err: err, ErrorType: errorType, RequestID: ct.requestID, NetworkProtocolVersion: ct.proto}
 	ct.mu.Unlock()
 	if cur == nil {
@@ -268,6 +279,7 @@ func (ct *callTrace) retry(sessionExpired, mayHaveRun bool, discard policy.Loss)
 	}
 	ct.mu.Lock()
 	ct.next = reason
+	ct.lastType, ct.lastCode = "", 0
 	if wait != WaitNone {
 		ct.wait, ct.waitStart = wait, time.Now()
 	}
@@ -316,11 +328,11 @@ func (o *observers) resendHook() func(ctx context.Context, status int) context.C
 		if !under {
 			return ctx // a probe before the call's attempt: not the call's send
 		}
-		errorType, err := "unauthorized", errUnauthorized
+		err := errUnauthorized
 		if status == 403 {
-			errorType, err = "insufficient_scope", errInsufficientScope
+			err = errInsufficientScope
 		}
-		ct.endAttempt(err, errorType)
+		ct.endAttempt(err, policy.ResentErrorType(status), 0)
 		return ct.startAttempt(ctx, session, version, true)
 	}
 }
@@ -478,8 +490,11 @@ func (o *observers) memberChanged(from, to State) {
 // Error classes.
 
 // callErrorType is the class of a call's error, as CallEnd documents it,
-// and the JSON-RPC code when the class is one.
-func callErrorType(err error, toolError bool) (string, int) {
+// and the JSON-RPC code when the class is one: the library's class of the
+// error the call returns; when it returns the server's answer as is, the
+// class the policy gave the attempt that met it (lastType, lastCode); and
+// when no attempt did (opening a session met it), its JSON-RPC code.
+func callErrorType(err error, toolError bool, lastType string, lastCode int) (string, int) {
 	switch {
 	case err == nil && toolError:
 		return "tool_error", 0
@@ -495,77 +510,11 @@ func callErrorType(err error, toolError bool) (string, int) {
 		return "insufficient_scope", 0
 	case errors.Is(err, ErrClosed):
 		return "closed", 0
+	case lastType != "":
+		return lastType, lastCode
 	}
-	if code, ok := rpcCode(err); ok {
+	if code, ok := policy.RPCCode(err); ok {
 		return strconv.Itoa(code), code
 	}
 	return "_OTHER", 0
-}
-
-// attemptErrorType is the class of an attempt's error, as AttemptEnd
-// documents it.
-func attemptErrorType(err error, corrupt bool) string {
-	switch {
-	case err == nil:
-		return ""
-	case corrupt:
-		return "wrong_answer"
-	case errors.Is(err, ErrResponseTooLarge):
-		return "response_too_large"
-	case errors.Is(err, transport.ErrSessionTerminated):
-		return "session_expired"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, ErrAuthorizationRequired), errors.Is(err, transport.ErrUnauthorized), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
-		return "unauthorized"
-	case errors.As(err, new(*InsufficientScopeError)):
-		return "insufficient_scope"
-	}
-	if code, ok := rpcCode(err); ok {
-		return strconv.Itoa(code)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, net.ErrClosed) {
-		return "connection_error"
-	}
-	return "_OTHER"
-}
-
-// rpcErrors are the JSON-RPC errors mcp-go turns into sentinels; an error
-// with any other code it keeps only as its message.
-var rpcErrors = [...]struct {
-	err  error
-	code int
-}{
-	{mcp.ErrParseError, mcp.PARSE_ERROR},
-	{mcp.ErrInvalidRequest, mcp.INVALID_REQUEST},
-	{mcp.ErrMethodNotFound, mcp.METHOD_NOT_FOUND},
-	{mcp.ErrInvalidParams, mcp.INVALID_PARAMS},
-	{mcp.ErrInternalError, mcp.INTERNAL_ERROR},
-	{mcp.ErrRequestInterrupted, mcp.REQUEST_INTERRUPTED},
-	{mcp.ErrResourceNotFound, mcp.RESOURCE_NOT_FOUND},
-}
-
-// rpcCode is the JSON-RPC error code of the server's answer err, if mcp-go
-// kept it.
-func rpcCode(err error) (int, bool) {
-	for _, e := range rpcErrors {
-		if errors.Is(err, e.err) {
-			return e.code, true
-		}
-	}
-	switch {
-	case errors.As(err, new(mcp.UnsupportedProtocolVersionError)):
-		return mcp.UNSUPPORTED_PROTOCOL_VERSION, true
-	case errors.As(err, new(mcp.HeaderMismatchError)):
-		return mcp.HEADER_MISMATCH, true
-	case errors.As(err, new(mcp.MissingRequiredClientCapabilityError)):
-		return mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, true
-	case errors.As(err, new(mcp.URLElicitationRequiredError)):
-		return mcp.URL_ELICITATION_REQUIRED, true
-	}
-	return 0, false
 }

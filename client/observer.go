@@ -210,11 +210,18 @@ type AttemptEnd struct {
 	// Err is what the attempt met; nil if the server answered it with a
 	// result. A JSON-RPC error is the server's answer, and the call's.
 	Err error
-	// ErrorType is Err's class, "" when Err is nil: a JSON-RPC error code
-	// ("-32602"), or "session_expired", "unauthorized",
-	// "insufficient_scope", "wrong_answer" (an answer carrying another
-	// request's id), "response_too_large", "deadline_exceeded",
-	// "canceled", "connection_error", "_OTHER".
+	// ErrorType is Err's class, "" when Err is nil: what the client
+	// decided the failure was, the same for every observer and for the
+	// client's own handling of it. The JSON-RPC error code of the
+	// server's answer ("-32602"), or "server_error" (the server's own
+	// answer without a code mcp-go keeps: a 4xx, a 404 in the 2026-07-28
+	// era), "session_expired" (the server no longer knows the session, or
+	// changed protocol version), "unauthorized", "insufficient_scope",
+	// "wrong_answer" (an answer carrying another request's id),
+	// "response_too_large", "deadline_exceeded", "canceled",
+	// "server_busy" (429, 503), "connection_error" (no connection, or it
+	// failed under the request, or a proxy's did: 502, 504),
+	// "broken_answer" (a 500, an answer that is not MCP).
 	ErrorType string
 	// RequestID is the JSON-RPC id of the attempt's last request, when
 	// a MetaPropagator had it carry context (its body is read then); ""
@@ -232,12 +239,13 @@ type CallEnd struct {
 	// Err is the error the call returns to its caller.
 	Err error
 	// ErrorType is the class of the call's failure, "" if it succeeded:
-	// the JSON-RPC error code the server answered with ("-32602"),
-	// "tool_error" for a tools/call whose result has IsError, else the
-	// library's class: "outcome_unknown", "unavailable",
-	// "authorization_required", "insufficient_scope", "closed"; "_OTHER"
-	// for an error none of those describes (a JSON-RPC error whose code
-	// mcp-go does not keep, a 4xx answer).
+	// "tool_error" for a tools/call whose result has IsError; the
+	// library's class of the error returned: "outcome_unknown",
+	// "unavailable", "authorization_required", "insufficient_scope",
+	// "closed"; for the server's answer, returned as is, the ErrorType of
+	// the attempt that met it (the JSON-RPC code, or "server_error"); and
+	// "_OTHER" for an answer no attempt met (the server refused to open a
+	// session) without a JSON-RPC code mcp-go keeps.
 	ErrorType string
 	// RPCCode is the JSON-RPC error code of the server's answer when
 	// ErrorType is one; 0 otherwise.

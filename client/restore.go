@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -107,8 +108,13 @@ func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 // relisten (re)starts the subscriptions/listen stream of a stateless-era
 // session with the current filter. The stateless era has no GET stream:
 // notifications arrive on this stream only, and only those asked for. The
-// stream of the previous filter is ended, also when the new one is empty;
-// one the server ends (a restart) is opened again after a pause.
+// stream of the previous filter is ended, also when the new one is empty.
+// What follows the end of a stream is the policy's (AfterStream): one the
+// server or the network ends (a restart) is opened again after a pause;
+// one refused for good (no subscriptions/listen, a filter the server
+// refuses, authorization) is not asked for again on this session until the
+// filter changes; one refused because the server changed protocol version
+// renews the session, whose replacement listens again.
 func (c *ResilientClient) relisten(s *session) {
 	if s.sessionEra {
 		c.listenLate(s)
@@ -131,15 +137,31 @@ func (c *ResilientClient) relisten(s *session) {
 	s.listeners.Add(1)
 	go func() {
 		defer s.listeners.Done()
-		pauses := c.opts.newBackOff()
+		retries := policy.StreamRetries{NewBackOff: c.opts.newBackOff}
 		for {
-			err := s.mc.Listen(ctx, filter)
+			ex := wire.NewExchange()
+			err := s.mc.Listen(ex.Bind(ctx), filter)
 			if ctx.Err() != nil || s.listenGen.Load() != gen {
 				return
 			}
-			pause := pauses.NextBackOff()
-			c.log.Info("subscriptions/listen stream ended; listening again", "err", err, "pause", pause)
-			if wait.Sleep(ctx, pause, nil) != wait.Elapsed {
+			end := policy.StreamEnd{}
+			if err != nil {
+				end = policy.StreamEnd{Failed: true, Verdict: policy.Classify(err, s.policy(), ex, false)}
+			}
+			a := retries.After(end)
+			switch a.Next {
+			case policy.StreamRenew:
+				if c.pool.DiscardValue(s, &lostError{kind: a.Discard, err: err}) {
+					c.log.Info("subscriptions/listen refused: opening a new session in the background", "member", s.member, "why", a.Why, "err", err)
+				}
+				return
+			case policy.StreamStop:
+				c.log.Warn("subscriptions/listen refused: not asked for again on this session until what is listened for changes",
+					"member", s.member, "why", a.Why, "err", err)
+				return
+			}
+			c.log.Info("subscriptions/listen stream ended; listening again", "why", a.Why, "err", err, "pause", a.Pause)
+			if wait.Sleep(ctx, a.Pause, nil) != wait.Elapsed {
 				return
 			}
 		}

@@ -18,8 +18,9 @@
 // and resilientmcp.call.attempts. A failed call has error.type (the
 // JSON-RPC error code, "tool_error" for a tools/call result with isError,
 // else the library's class: "outcome_unknown", "unavailable",
-// "authorization_required", "insufficient_scope", "closed", or "_OTHER";
-// see client.CallEnd) and status Error, with rpc.response.status_code for a
+// "authorization_required", "insufficient_scope", "closed"; for the
+// server's answer returned as is, its attempt's, such as "server_error";
+// "_OTHER" for none of those; see client.CallEnd) and status Error, with rpc.response.status_code for a
 // JSON-RPC error.
 //
 // Under the call's span, each attempt to send it is an INTERNAL span named

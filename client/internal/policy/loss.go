@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"net/http"
-	"time"
-)
+import "time"
 
 // Loss is why a session was taken out of service; it decides how the
 // session is closed and what replaces it.
@@ -125,43 +122,4 @@ func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
 		return Action{End: Unauthorized}
 	}
 	return Action{Discard: ProbeLoss(v)}
-}
-
-// StreamOpened reports whether the answer to an event stream's GET opened
-// it.
-func StreamOpened(status int) bool { return status == http.StatusOK }
-
-// StreamRefusal is what an answer other than 200 to an event stream's GET
-// means for its session.
-type StreamRefusal int
-
-const (
-	// StreamServed: not a refusal that says anything of the session (a
-	// 405 is a server without the stream; a 5xx, a server in trouble): the
-	// stream is asked for again on its schedule.
-	StreamServed StreamRefusal = iota
-	// StreamSessionLost: a 404 or a 400 to a stream the server accepted
-	// before on this session: the server lost the session (a restart, an
-	// expiry) (F27).
-	StreamSessionLost
-	// StreamAskSession: a 404 or a 400 to a stream refused from the start:
-	// either a server that does not offer the stream (it should say 405;
-	// some say 404 or 400) or one that forgot the session before its
-	// stream first went out (a restart between the session's opening and
-	// its stream, or before a late handler opened it). The session is
-	// asked once, with a probe, and replaced only if the probe's loss is
-	// LossExpired.
-	StreamAskSession
-)
-
-// StreamRefused decides what the answer status to an event stream's GET
-// means, given whether the server accepted the stream before.
-func StreamRefused(status int, openedBefore bool) StreamRefusal {
-	if status != http.StatusNotFound && status != http.StatusBadRequest {
-		return StreamServed
-	}
-	if openedBefore {
-		return StreamSessionLost
-	}
-	return StreamAskSession
 }
