@@ -19,6 +19,12 @@
 //     renew the session, or stop): AfterStream and StreamRetries.After,
 //     with StreamRefused for what a refused event stream says of its
 //     session;
+//   - what a call's options change (client.WithCallOptions): whether a call
+//     that may have run is sent again, the annotations or the caller
+//     (SafeToRepeat, Repeat); whether a call without a session waits for
+//     one or fails fast (WhileNoSession);
+//   - what counts towards the circuit breaker (Verdict.Outage: transport
+//     failures and 5xx only), and when it is open (BreakerOpen);
 //   - what the observers are told a failure was: ErrorType, the verdict's
 //     class named.
 //
