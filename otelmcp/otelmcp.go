@@ -202,6 +202,10 @@ func NewObserver(opts ...Option) client.Observer {
 	o.refusedAnswers = counter("resilientmcp.client.answers.refused", "{answer}", "Answers refused: another request's, or over the size limit.")
 	o.sessions, e = m.Int64UpDownCounter("resilientmcp.client.sessions", metric.WithUnit("{session}"), metric.WithDescription("The pool's sessions, by state."))
 	handle(e)
+	o.failingFast, e = m.Int64UpDownCounter("resilientmcp.client.failing_fast", metric.WithUnit("{client}"),
+		metric.WithDescription("Clients whose circuit breaker is open: the server has been unreachable too long, and calls fail at once."))
+	handle(e)
+	o.breakerTrips = counter("resilientmcp.client.breaker.trips", "{trip}", "Times the circuit breaker opened.")
 	if err != nil {
 		otel.Handle(err)
 	}
@@ -254,9 +258,9 @@ type observer struct {
 	operation mcpconv.ClientOperationDuration
 	session   mcpconv.ClientSessionDuration
 
-	attempts, reinitializations, redials, dialFailures, probeFailures metric.Int64Counter
-	refreshes, authorizations, refusedReplays, refusedAnswers         metric.Int64Counter
-	sessions                                                          metric.Int64UpDownCounter
+	attempts, reinitializations, redials, dialFailures, probeFailures       metric.Int64Counter
+	refreshes, authorizations, refusedReplays, refusedAnswers, breakerTrips metric.Int64Counter
+	sessions, failingFast                                                   metric.Int64UpDownCounter
 }
 
 var _ client.MetaPropagator = (*observer)(nil)
@@ -590,6 +594,13 @@ func (o *observer) HandleEvent(server client.Server, ev client.Event) {
 		}
 	case client.DialFailed:
 		o.dialFailures.Add(ctx, 1, where)
+	case client.BreakerState:
+		if ev.Open {
+			o.breakerTrips.Add(ctx, 1, where)
+			o.failingFast.Add(ctx, 1, where)
+		} else {
+			o.failingFast.Add(ctx, -1, where)
+		}
 	case client.TokenRenewed:
 		counter := o.authorizations
 		if ev.Refresh {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -261,6 +262,34 @@ func TestOutageIsARedialUnderTheCall(t *testing.T) {
 	}
 	if got := tm.count("resilientmcp.client.attempts", otelmcp.AttemptReasonKey.String("not_sent")); got != 1 {
 		t.Errorf("%d attempts after one not sent, want 1", got)
+	}
+}
+
+// The circuit breaker (F36): open while the server is gone, counted once,
+// and closed again when it is back.
+func TestBreakerIsMetered(t *testing.T) {
+	tm := newTelemetry(t)
+	srv := startServer(t, testserver.Config{Era: testserver.SessionEra})
+	c := newClient(t, tm, srv.URL(), client.WithFailFastAfter(300*time.Millisecond))
+	ctx := testCtx(t)
+	if _, err := c.CallTool(ctx, toolRequest("echo", map[string]any{"text": "a"})); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	// The call in flight when the server went may have been sent: either
+	// error is right for it; what matters is the outage it starts.
+	if _, err := c.CallTool(ctx, toolRequest("echo", map[string]any{"text": "b"})); !errors.Is(err, client.ErrUnavailable) && !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("a call in the outage: %v", err)
+	}
+	eventually(t, "the breaker counted open", func() bool {
+		return tm.count("resilientmcp.client.failing_fast") == 1 && tm.count("resilientmcp.client.breaker.trips") == 1
+	})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the breaker counted closed", func() bool { return tm.count("resilientmcp.client.failing_fast") == 0 })
+	if got := tm.count("resilientmcp.client.breaker.trips"); got != 1 {
+		t.Errorf("%d trips, want 1", got)
 	}
 }
 

@@ -77,6 +77,8 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		{name: "F12: garbage JSON", err: transport.NewError(fmt.Errorf("failed to decode response: %w", syntaxErr)), status: 200, gotConn: true, want: Broken},
 		{name: "reset before the request was completely written", err: mcpgo(netErr("write", syscall.EPIPE)), gotConn: true, want: NotSent,
 			check: func(v Verdict) bool { return !v.Unreachable && !v.Sent && !v.MayHaveRun() }},
+		{name: "broken pipe while the body was written through ReadFrom", err: mcpgo(&url.Error{Op: "Post", Err: &net.OpError{Op: "readfrom", Net: "tcp", Err: &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}}}), gotConn: true, want: NotSent,
+			check: func(v Verdict) bool { return !v.MayHaveRun() }},
 		{name: "reset after the request was written", err: mcpgo(netErr("read", syscall.ECONNRESET)), gotConn: true, want: OutcomeUnknown,
 			check: func(v Verdict) bool { return v.Sent && v.MayHaveRun() }},
 		{name: "a pooled connection the server closed before the write", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http: server closed idle connection")}), want: NotSent,

@@ -26,10 +26,20 @@ func IsDialError(err error) bool {
 // IsWriteError reports whether the request failed while it was being
 // written: net/http passes the connection's write error on (as a
 // *net.OpError with Op "write") when it cannot send the request again
-// itself.
+// itself. A body written through the connection's ReadFrom (sendfile or
+// splice) fails as an Op "readfrom" that wraps the "write" one.
 func IsWriteError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "write"
+	for err != nil {
+		var op *net.OpError
+		if !errors.As(err, &op) {
+			return false
+		}
+		if op.Op == "write" || op.Op == "readfrom" {
+			return true
+		}
+		err = op.Err
+	}
+	return false
 }
 
 // IsServerClosedIdle reports whether net/http failed the request because
