@@ -69,7 +69,10 @@
 //     "too_large": over WithMaxResponseBytes);
 //   - resilientmcp.client.sessions: an up-down counter of the pool's
 //     sessions by resilientmcp.session.state (Connecting, Ready, Degraded,
-//     Reconnecting).
+//     Reconnecting);
+//   - resilientmcp.client.failing_fast: an up-down counter of the clients
+//     whose circuit breaker (client.WithFailFastAfter) is open, and
+//     resilientmcp.client.breaker.trips, how many times it opened.
 //
 // Given OpenTelemetry's no-op providers (trace/noop, metric/noop) the
 // observer asks them nothing and costs a call under 1 %; on the global
