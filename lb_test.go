@@ -165,7 +165,8 @@ type toolCaller interface {
 }
 
 // rawClient is mcp-go's client as a new user would make it, through the
-// same load balancer, initialized.
+// same load balancer, initialized if it could be (a failure is logged: the
+// calls then fail, and are counted so).
 func (r *lbRig) rawClient(t *testing.T) *mcpclient.Client {
 	t.Helper()
 	hc, _ := r.httpClient(t)
@@ -183,7 +184,7 @@ func (r *lbRig) rawClient(t *testing.T) *mcpclient.Client {
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "raw", Version: "1"}
 	if _, err := mc.Initialize(ctx, req); err != nil {
-		t.Fatalf("raw mcp-go: initialize: %v", err)
+		t.Logf("raw mcp-go: initialize: %v", err)
 	}
 	return mc
 }

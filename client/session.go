@@ -257,6 +257,10 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
 	topts := c.transportOptions
+	if hc := c.sessionHTTPClient(); hc != nil {
+		// After the shared client's option: the last one given wins.
+		topts = append(slices.Clip(topts), transport.WithHTTPBasicClient(hc))
+	}
 	if listen {
 		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
