@@ -3,6 +3,7 @@ package resilientmcp_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -431,5 +432,110 @@ func lbRestarts(t *testing.T, affinity lb.Affinity, stateless bool) {
 	// h2wire lands.
 	if wire.h2.Load() == 0 || wire.h1.Load() > 0 {
 		t.Errorf("answers over h2: %d, over HTTP/1.x: %d; want every one over h2", wire.h2.Load(), wire.h1.Load())
+	}
+}
+
+// TestLBRoundRobinSessionEra (F39): round robin over session-era replicas,
+// no affinity: every session is forgotten on its next request. The client
+// says so with a typed error (ErrNoAffinity, with ErrUnavailable), from
+// Initialize itself and from every call, within a bound, without a storm
+// of sessions (policy.NoAffinityAfter sessions, then one each
+// policy.NoAffinityHold: asserted at most 2 initialize requests a second
+// over the run, where re-initializing after every loss sent about 43) and
+// without a hang (every call returns before its 10s deadline); the log
+// says it once; the observer and Stats count the sessions opened and why
+// the last was lost. Raw mcp-go beside it, printed.
+func TestLBRoundRobinSessionEra(t *testing.T) {
+	rig := startLB(t, lb.RoundRobin, false)
+	hc, wire := rig.httpClient(t)
+	obs := &recorder{t: t, name: "obs"}
+	var logs logRecorder
+	c, err := client.New(rig.proxy.URL(), client.WithHTTPClient(hc), client.WithCallTimeout(10*time.Second),
+		client.WithObserver(obs), client.WithLogger(logs.logger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{})
+	took := time.Since(start)
+	t.Logf("Initialize: %v after %v", err, took.Round(time.Millisecond))
+	if !errors.Is(err, client.ErrNoAffinity) || !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("Initialize returned %v; want ErrNoAffinity with ErrUnavailable", err)
+	}
+	// The bound: three sessions lost in their handshake, the pauses of the
+	// default backoff between (about 0.1s and 0.16s), and their round
+	// trips. Generous for a loaded machine with the race detector.
+	if took > 10*time.Second {
+		t.Errorf("Initialize took %v to give the typed error", took)
+	}
+
+	raw := rig.rawClient(t)
+	ours := startLoad(t, c, 16, "rc")
+	theirs := startLoad(t, raw, 4, "raw")
+	time.Sleep(6 * time.Second)
+	ours.halt()
+	theirs.halt()
+	elapsed := time.Since(start)
+
+	runs, err := lb.Runs(rig.markers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rawGot := summarize(ours.calls, runs, "steady", time.Time{}), summarize(theirs.calls, runs, "steady", time.Time{})
+	initializes := wire.initializes.Load()
+	rate := float64(initializes) / elapsed.Seconds()
+	t.Logf("resilientmcp (16 goroutines): %s", got)
+	t.Logf("raw mcp-go beside it (4 goroutines): %.2f%% of %d ok", rawGot.rate(), rawGot.ty.total())
+	t.Logf("initialize requests sent by the client: %d in %v, %.2f/s; stats %+v", initializes, elapsed.Round(time.Millisecond), rate, c.Stats())
+	if rate > 2 {
+		t.Errorf("%.2f sessions a second opened; want at most 2", rate)
+	}
+	noAffinity, hung := 0, 0
+	for _, call := range ours.calls {
+		switch {
+		case errors.Is(call.err, context.DeadlineExceeded):
+			hung++
+		case errors.Is(call.err, client.ErrNoAffinity):
+			noAffinity++
+		}
+	}
+	if got.ty.untyped > 0 || hung > 0 || noAffinity == 0 {
+		t.Errorf("%d calls untyped, %d ran into their deadline, %d ended ErrNoAffinity", got.ty.untyped, hung, noAffinity)
+	}
+	if got.twice+got.okNotOnce+got.unavailRan > 0 {
+		t.Errorf("the unannotated tool: %v", got.firstBad)
+	}
+	said := 0
+	logs.mu.Lock()
+	for _, r := range logs.records {
+		if strings.Contains(r.Message, "needs session affinity") {
+			said++
+		}
+	}
+	logs.mu.Unlock()
+	if said != 1 {
+		t.Errorf("the log said %d times that the deployment needs affinity; want once", said)
+	}
+	st := c.Stats()
+	if st.SessionsOpened == 0 || st.SessionsLost == 0 || st.LastLoss != client.LossExpired {
+		t.Errorf("Stats: %d sessions opened, %d lost, the last %v; want them counted, the last expired", st.SessionsOpened, st.SessionsLost, st.LastLoss)
+	}
+	_, events := obs.told()
+	opened, lost := 0, 0
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case client.SessionOpened:
+			opened++
+		case client.SessionLost:
+			if ev.Reason == client.LossExpired {
+				lost++
+			}
+		}
+	}
+	if opened == 0 || lost == 0 || uint64(opened) != st.SessionsOpened {
+		t.Errorf("the observer was told of %d sessions opened and %d lost as expired; Stats counts %d opened", opened, lost, st.SessionsOpened)
 	}
 }

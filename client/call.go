@@ -68,6 +68,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			ct.attempted(nil, false)
 			s.health().Touch()
 			s.markServed()
+			c.answered(s)
 			return nil
 		}
 		if ex.SessionAccepted() {
@@ -176,6 +177,12 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 		return r.closed(nil)
 	case errors.As(err, &wait):
 		return r.fail("no session before the deadline", wait)
+	case isNoAffinity(err):
+		// Typed whatever the call did before: ErrUnavailable, or
+		// ErrOutcomeUnknown if an attempt may have run (F39).
+		na := new(noAffinityError)
+		errors.As(err, &na)
+		return r.fail("", na)
 	}
 	// Opening a session failed with an error no retry can fix: the
 	// server's own answer to the handshake.

@@ -64,6 +64,9 @@ type ResilientClient struct {
 	notifications  *dispatcher
 	memory         memory      // subscriptions and logging level, restored on every new session
 	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
+	// affinityReported: a verdict of no affinity was logged and told to
+	// the observers since a session last proved affinity (affinity.go).
+	affinityReported atomic.Bool
 
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
@@ -180,6 +183,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			return 0
 		},
 		OnDialError: func(member int, err error, next time.Duration) {
+			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
+				return // said once (affinity.go)
+			}
 			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
 		},
@@ -209,6 +215,7 @@ type memberState struct {
 	pool     atomic.Int32 // pool.State
 	degraded atomic.Bool  // its session in service is failing probes
 	observed atomic.Int32 // State, as last told to the observers
+	affinity affinity     // see affinity.go
 }
 
 // onMemberState is called with the pool's lock held: it must not call the

@@ -3,6 +3,8 @@ package client
 import (
 	"errors"
 	"sync/atomic"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // Stats are counters since New, for dashboards and tests: a snapshot, a
@@ -37,6 +39,14 @@ type Stats struct {
 	// to another's call, by a server or a proxy that mixes up requests.
 	WrongAnswers uint64
 
+	// SessionsOpened counts the sessions the server opened for the
+	// client (initialize answered), those it forgot before the handshake
+	// was over included; SessionsLost the sessions taken out of service,
+	// or lost in their handshake; LastLoss is why the last of them was
+	// lost (meaningful once SessionsLost is not 0).
+	SessionsOpened, SessionsLost uint64
+	LastLoss                     LossReason
+
 	Sessions int // sessions in service now
 	InFlight int // calls in progress now
 }
@@ -47,7 +57,15 @@ type counters struct {
 	probes, probeFailures                 atomic.Uint64
 	outcomeUnknown, unavailable, authReqd atomic.Uint64
 	wrongAnswers                          atomic.Uint64
+	sessionsOpened, sessionsLost          atomic.Uint64
+	lastLoss                              atomic.Int32 // policy.Loss
 	inFlight                              atomic.Int64
+}
+
+// lost counts a session lost for kind.
+func (s *counters) lost(kind policy.Loss) {
+	s.sessionsLost.Add(1)
+	s.lastLoss.Store(int32(kind))
 }
 
 // record counts a failed call by what its error says of the request.
@@ -84,6 +102,9 @@ func (c *ResilientClient) Stats() Stats {
 		AuthorizationRequired: c.stats.authReqd.Load(),
 		DroppedNotifications:  c.notifications.dropped.Load(),
 		WrongAnswers:          c.stats.wrongAnswers.Load(),
+		SessionsOpened:        c.stats.sessionsOpened.Load(),
+		SessionsLost:          c.stats.sessionsLost.Load(),
+		LastLoss:              lossReason(policy.Loss(c.stats.lastLoss.Load())),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
 	}
