@@ -56,9 +56,6 @@ func (c *ResilientClient) affinityHeld(member int) error {
 func (c *ResilientClient) lostSession(member int, young bool, cause error) error {
 	a := &c.members[member].affinity
 	if !young {
-		if a.young.Load() != 0 {
-			a.young.Store(0)
-		}
 		return nil
 	}
 	n := a.young.Add(1)
