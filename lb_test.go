@@ -20,6 +20,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/lb"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
 // The load-balancer tests: a real HAProxy (internal/lb) terminating TLS
@@ -537,5 +538,115 @@ func TestLBRoundRobinSessionEra(t *testing.T) {
 	}
 	if opened == 0 || lost == 0 || uint64(opened) != st.SessionsOpened {
 		t.Errorf("the observer was told of %d sessions opened and %d lost as expired; Stats counts %d opened", opened, lost, st.SessionsOpened)
+	}
+}
+
+// TestF41PoolRestartReadOnly: a pool of 4 sessions, 32 goroutines calling
+// the read-only echo, and the server process SIGKILLed and started again,
+// three times: no read-only call fails. A call whose answer a SIGKILL cut
+// decides its replay by the tool's annotations; the tools/list that
+// fetches them waits for a live session within the call's deadline, like
+// any request, instead of spending its attempts on the pool's dead
+// connections; a listing that still fails falls back to the last
+// annotations seen. No load balancer: one replica process, straight,
+// with the client's own HTTP client, and with a caller's (WithHTTPClient,
+// as over a private CA until WithTLSConfig), which has no connection check
+// before reuse: dead pooled connections are met, not skipped.
+// RESILIENTMCP_LB_RUNS=5 runs it five times in a row.
+func TestF41PoolRestartReadOnly(t *testing.T) {
+	for run := range lbRuns(t) {
+		for _, own := range []bool{true, false} {
+			name := fmt.Sprintf("run%d/own-transport", run+1)
+			if !own {
+				name = fmt.Sprintf("run%d/callers-http-client", run+1)
+			}
+			t.Run(name, func(t *testing.T) { poolRestartReadOnly(t, own) })
+		}
+	}
+}
+
+func poolRestartReadOnly(t *testing.T, own bool) {
+	{
+		{
+			srv := startReplicas(t, 1, false, t.TempDir())[0]
+			opts := []client.Option{client.WithPoolSize(4), client.WithCallTimeout(20 * time.Second)}
+			if !own {
+				tr := http.DefaultTransport.(*http.Transport).Clone()
+				tr.MaxIdleConnsPerHost = 64
+				t.Cleanup(tr.CloseIdleConnections)
+				opts = append(opts, client.WithHTTPClient(&http.Client{Transport: tr}))
+			}
+			c, err := client.New("http://"+srv.Addr+"/mcp", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			var ty tally
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+			t.Cleanup(halt)
+			for g := range 32 {
+				wg.Go(func() {
+					for i := range 1_000_000 {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						want := fmt.Sprintf("g%d-%d", g, i)
+						ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+						got, err := callTool(ctx, c, "echo", map[string]any{"text": want})
+						cancel()
+						if err == nil && got != want {
+							err = fmt.Errorf("echo answered %q, want %q", got, want)
+						}
+						if ty.add(err) != "ok" {
+							time.Sleep(10 * time.Millisecond)
+						}
+					}
+				})
+			}
+			for range 3 {
+				time.Sleep(time.Second)
+				if err := srv.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				if err := srv.Start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(time.Second)
+			halt()
+			t.Logf("%s; stats %+v", &ty, c.Stats())
+			if ty.ok != ty.total() {
+				t.Errorf("%d of %d read-only calls failed", ty.total()-ty.ok, ty.total())
+			}
+		}
+	}
+}
+
+// F41: a read-only call whose answer was lost needs the tools' annotations
+// to be replayed, and the cache of them is stale (listing them again after
+// the last reconnect failed). The listing fails too, every attempt: the
+// decision falls back to the annotations last seen, and the read-only
+// call is replayed, where it was taken as not safe to repeat.
+func TestF41FailedListingFallsBackToLastAnnotations(t *testing.T) {
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
+	r.start()
+	r.listTools()
+	// A restart, and the listing after the re-initialization fails: the
+	// annotations are stale from then on.
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.srv.FailPOSTs(1, http.StatusBadGateway, "", false, "tools/list")
+	r.mustEcho("after the restart")
+	// The echo runs and its answer is lost (502); each listing meant to
+	// decide its replay is lost too.
+	r.srv.FailPOSTs(1+3, http.StatusBadGateway, "", true, "tools/call", "tools/list")
+	r.mustEcho("answer lost")
+	if n := r.srv.ToolRuns("echo"); n < 3 {
+		t.Errorf("echo ran %d times; want the lost one replayed", n)
 	}
 }
