@@ -650,3 +650,61 @@ func TestF41FailedListingFallsBackToLastAnnotations(t *testing.T) {
 		t.Errorf("echo ran %d times; want the lost one replayed", n)
 	}
 }
+
+// F39, without a load balancer: each session keeps the cookies set to it,
+// and a session opened after a loss starts with none. The server sets a
+// cookie naming the handshake on every answer to a request without a
+// session (as a balancer inserting its affinity cookie would) and records
+// the Cookie header of every request by session.
+func TestF39CookieJarPerSession(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		handshake int
+		sent      = map[string]map[string]bool{} // by Mcp-Session-Id ("" for initialize)
+	)
+	guard := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get("Mcp-Session-Id")
+			mu.Lock()
+			if sent[id] == nil {
+				sent[id] = map[string]bool{}
+			}
+			sent[id][r.Header.Get("Cookie")] = true
+			if id == "" {
+				handshake++
+				http.SetCookie(w, &http.Cookie{Name: "SRV", Value: "h" + strconv.Itoa(handshake)})
+			}
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}
+	r := newRig(t, testserver.Config{Era: testserver.SessionEra, Guard: guard}, false)
+	r.start()
+	first := r.c.GetSessionId()
+	r.mustEcho("first session")
+	if err := r.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// From here, the requests without a session are the second
+	// session's handshake.
+	mu.Lock()
+	delete(sent, "")
+	mu.Unlock()
+	r.mustEcho("second session")
+	second := r.c.GetSessionId()
+	mu.Lock()
+	defer mu.Unlock()
+	if !sent[""][""] || len(sent[""]) != 1 {
+		t.Errorf("the new session's initialize went out with cookies %v; want none: a session opened after a loss starts with an empty jar", sent[""])
+	}
+	for _, id := range []string{first, second} {
+		if len(sent[id]) != 1 || sent[id][""] {
+			t.Errorf("session %s sent cookies %v; want its own handshake's only", id, sent[id])
+		}
+	}
+	for c := range sent[second] {
+		if sent[first][c] {
+			t.Errorf("both sessions sent %q: the second inherited the first's jar", c)
+		}
+	}
+}
