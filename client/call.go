@@ -66,7 +66,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			return c.acquireFailed(&r, err)
 		}
 		s := lease.Value()
-		if err := c.validate(ctx, s, r.Revalidate); err != nil {
+		if err := c.validate(ctx, s, r.Doubts(s.opened)); err != nil {
 			lease.Release()
 			if err := c.probeFailed(ctx, &r, s, err, deadline); err != nil {
 				return err
@@ -87,6 +87,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			ct.answered()
 			s.health().Touch()
 			s.markServed()
+			c.answered(s)
 			return nil
 		}
 		if ex.SessionAccepted() {
@@ -223,6 +224,12 @@ func (c *ResilientClient) acquireFailed(r *retries, err error) error {
 	case errors.As(err, &ff):
 		c.stats.failedFast.Add(1)
 		return r.fail(ff.why, ff.last)
+	case isNoAffinity(err):
+		// Typed whatever the call did before: ErrUnavailable, or
+		// ErrOutcomeUnknown if an attempt may have run (F39).
+		na := new(noAffinityError)
+		errors.As(err, &na)
+		return r.fail("", na)
 	}
 	// Opening a session failed with an error no retry can fix: the
 	// server's own answer to the handshake.

@@ -64,6 +64,9 @@ type ResilientClient struct {
 	notifications  *dispatcher
 	memory         memory      // subscriptions and logging level, restored on every new session
 	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
+	// affinityReported: a verdict of no affinity was logged and told to
+	// the observers since a session last proved affinity (affinity.go).
+	affinityReported atomic.Bool
 
 	progress    progressRegistry            // calls followed by their progress, by token
 	breaker     breaker                     // WithFailFastAfter
@@ -184,6 +187,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			return 0
 		},
 		OnDialError: func(member int, err error, next time.Duration) {
+			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
+				return // said once (affinity.go)
+			}
 			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
@@ -223,6 +229,7 @@ type memberState struct {
 	pool     atomic.Int32 // pool.State
 	degraded atomic.Bool  // its session in service is failing probes
 	observed atomic.Int32 // State, as last told to the observers
+	affinity affinity     // see affinity.go
 }
 
 // onMemberState is called with the pool's lock held: it must not call the

@@ -17,6 +17,9 @@ import (
 //     into an InitializeResult and drops the versions the server listed,
 //     which negotiate needs to believe the stateless era; without them it
 //     would have to ask the server again, a round trip per connect.
+//   - It keeps the session id the answer to initialize carried: mcp-go
+//     forgets it when the server forgets the session before the handshake
+//     is over (F39), and the client counts that session as opened and lost.
 //   - If the connection broke under it (a pooled connection the server
 //     closed), it fails the handshake with that error instead of letting
 //     mcp-go take the server for a session-era one and send initialize: a
@@ -31,6 +34,7 @@ type discoverRecorder struct {
 	recording atomic.Bool
 	result    atomic.Pointer[json.RawMessage] // the last successful server/discover's result
 	broken    atomic.Pointer[error]           // why the connection broke under server/discover
+	opened    atomic.Pointer[string]          // the session id initialize's answer carried
 }
 
 func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
@@ -43,6 +47,9 @@ func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRP
 	}
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	switch {
+	case req.Method == string(mcp.MethodInitialize) && err == nil && resp != nil && resp.Error == nil:
+		id := t.StreamableHTTP.GetSessionId()
+		t.opened.Store(&id)
 	case !discover:
 	case err == nil && resp != nil && resp.Error == nil:
 		t.result.Store(&resp.Result)
@@ -50,6 +57,15 @@ func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRP
 		t.broken.Store(&err)
 	}
 	return resp, err
+}
+
+// openedSession is the session id initialize's answer carried, and
+// whether initialize was answered at all.
+func (t *discoverRecorder) openedSession() (string, bool) {
+	if id := t.opened.Load(); id != nil {
+		return *id, true
+	}
+	return "", false
 }
 
 // take stops recording and returns what server/discover answered, or nil

@@ -53,6 +53,24 @@ var (
 	// beyond it. It is never sent again, since the same answer would come
 	// back. The connection it came on is dropped; the session is kept.
 	ErrResponseTooLarge = wire.ErrResponseTooLarge
+
+	// ErrNoAffinity means the client stopped opening sessions because the
+	// deployment does not keep a session on one replica: a session-era
+	// server behind a load balancer without affinity (round robin, or an
+	// affinity the client cannot honour), which forgets each session on
+	// its next request, since another replica answers it. The client
+	// found that the last sessions were forgotten one after another
+	// within their first requests, rather than re-initializing in a loop
+	// (F39). The deployment needs sticky sessions, by the Mcp-Session-Id
+	// header or by cookie; or the stateless era (2026-07-28), which has
+	// no sessions.
+	//
+	// It always comes with ErrUnavailable: the call was not sent (a
+	// forgotten session's requests are refused before they run, and the
+	// call waited for a session that was not opened); or, if an earlier
+	// attempt of the call may have run, with ErrOutcomeUnknown. Calls fail
+	// at once with it for a few seconds, then one session is tried again.
+	ErrNoAffinity = errors.New("resilientmcp: no session affinity: the load balancer sends a session's requests to replicas that do not know it; sticky sessions (by the Mcp-Session-Id header or by cookie) are needed")
 )
 
 // AuthorizationRequiredError is the error of a call the server refused for

@@ -379,20 +379,39 @@ func (o *observers) sessionOpened(s, prev *session, lost *lostError) {
 	if o == nil {
 		return
 	}
-	reason := OpenFirst
-	switch {
-	case prev == s:
-		reason = OpenKept
+	reason := OpenKept
+	if prev == s {
 		s.loss.Store(nil)
-	case prev == nil || lost == nil:
-	case lost.kind == policy.LossRequested:
-		reason = OpenRequested
-	case lost.kind.Reinitializes():
-		reason = OpenReinitialize
-	default:
-		reason = OpenRedial
+	} else {
+		reason = openReason(prev, lost)
 	}
 	o.event(SessionOpened{Session: s.mc.GetSessionId(), ProtocolVersion: s.version, Reason: reason})
+}
+
+// openReason is why a new session is opened in place of prev (nil for a
+// member's first), lost with lost (nil if it was not).
+func openReason(prev *session, lost *lostError) OpenReason {
+	switch {
+	case prev == nil || lost == nil:
+		return OpenFirst
+	case lost.kind == policy.LossRequested:
+		return OpenRequested
+	case lost.kind.Reinitializes():
+		return OpenReinitialize
+	}
+	return OpenRedial
+}
+
+// handshakeLost tells the observers of a session the server opened and
+// forgot before the handshake was over (F39): it was opened, lost as
+// expired, and closed, all at once.
+func (o *observers) handshakeLost(hl *handshakeLostError, reason OpenReason) {
+	if o == nil {
+		return
+	}
+	o.event(SessionOpened{Session: hl.session, ProtocolVersion: hl.version, Reason: reason})
+	o.event(SessionLost{Session: hl.session, Reason: LossExpired, Cause: hl.err})
+	o.event(SessionClosed{Session: hl.session, ProtocolVersion: hl.version, Lost: LossExpired, Cause: hl.err})
 }
 
 // sessionLost tells the observers that s was taken out of service because

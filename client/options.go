@@ -55,6 +55,7 @@ type options struct {
 	logger           *slog.Logger
 	maxResponseBytes int64
 	keepIdleConn     bool
+	noCookies        bool // WithCookies(false)
 	invalid          []error
 	// frozenProber keeps the background prober from running, as in a
 	// process frozen between requests (serverless); tests set it.

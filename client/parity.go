@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -33,6 +36,17 @@ func (c *ResilientClient) redial(ctx context.Context, member int, prev *session,
 	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
 		c.obs.sessionLost(prev, cause)
 		c.connectionLost(cause)
+		kind := policy.LossUnhealthy
+		if lost := new(lostError); errors.As(cause, &lost) {
+			kind = lost.kind
+		}
+		c.stats.lost(kind)
+		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
+		if verdict := c.lostSession(member, young, cause); verdict != nil {
+			// Not opening another: the deployment forgets sessions as
+			// fast as they are opened (F39).
+			return nil, backoff.Permanent(verdict)
+		}
 	}
 	s, err := c.dial(ctx, member, prev, cause)
 	if err != nil {

@@ -39,6 +39,9 @@ type session struct {
 	// id, so it accepted the id; a 400 to it later means the server lost
 	// it (F26), where a 400 before is an answer about the request.
 	served atomic.Bool
+	// answers counts the requests it answered, up to
+	// policy.ProvenAnswers: whether its replica keeps it (affinity.go).
+	answers atomic.Int32
 	// stream follows the session's GET event stream (eventstream.go);
 	// listening: the stream is open or being opened, by mcp-go or by the
 	// client.
@@ -93,6 +96,19 @@ func (e *lostError) Unwrap() error { return e.err }
 
 var errReinitializeRequested = errors.New("initialize called with a new request")
 
+// handshakeLostError is the error of a session the server handed out and
+// forgot before the handshake was over: initialize was answered with a
+// session id, and the initialized notification that followed met a 404
+// (F39: behind a load balancer without affinity, another replica got it).
+// The session was opened, and lost young.
+type handshakeLostError struct {
+	session, version string
+	err              error
+}
+
+func (e *handshakeLostError) Error() string { return describe(e.err) }
+func (e *handshakeLostError) Unwrap() error { return e.err }
+
 // connectTimeout bounds one attempt to open a session, so that a server that
 // accepts connections and never answers cannot stall a reconnect loop. It is
 // gRPC's minimum connect timeout.
@@ -105,6 +121,11 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	defer cancel()
 	var lost *lostError
 	errors.As(cause, &lost)
+	if err := c.affinityHeld(member); err != nil {
+		// No session is opened while a verdict of no affinity holds:
+		// callers fail at once (F39).
+		return nil, backoff.Permanent(err)
+	}
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
 	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable {
@@ -132,6 +153,13 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		lost = &lostError{kind: policy.LossExpired, err: err}
 	}
 	s, err := c.open(ctx)
+	if hl := new(handshakeLostError); errors.As(err, &hl) {
+		c.obs.handshakeLost(hl, openReason(prev, lost))
+		c.stats.lost(policy.LossExpired)
+		if verdict := c.lostSession(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
+			return nil, backoff.Permanent(verdict)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +285,10 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
 	topts := c.transportOptions
+	if hc := c.sessionHTTPClient(); hc != nil {
+		// After the shared client's option: the last one given wins.
+		topts = append(slices.Clip(topts), transport.WithHTTPBasicClient(hc))
+	}
 	if listen {
 		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
@@ -282,8 +314,22 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	res, err := mc.Initialize(ctx, *req)
 	discovered := tr.take()
 	if err != nil {
+		// initialize was answered with a session id: the server opened
+		// a session, and what failed came after, on that session.
+		opened := policy.Session{}
+		lostID, answered := tr.openedSession()
+		if answered && lostID != "" {
+			c.stats.sessionsOpened.Add(1)
+			opened = policy.Session{SessionEra: !mcp.IsModernProtocol(mc.ProtocolVersion()), Served: true}
+		}
+		lostVersion := mc.ProtocolVersion()
 		_ = mc.Close()
-		v := policy.Classify(err, policy.Session{}, ex, ctx.Err() != nil)
+		v := policy.Classify(err, opened, ex, ctx.Err() != nil)
+		if v.Class == policy.Expired && opened.Served && !v.Renegotiate {
+			// Not an answer to the handshake: the session is gone, and
+			// another is opened on the backoff schedule.
+			return nil, nil, &handshakeLostError{session: lostID, version: lostVersion, err: fmt.Errorf("initialize: the server forgot the session it had just opened: %w", err)}
+		}
 		if v.Cause != nil {
 			err = v.Cause
 		}
@@ -299,6 +345,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		}
 		return nil, nil, err
 	}
+	c.stats.sessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{
 		mc:         mc,

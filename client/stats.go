@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // Stats are counters since New, for dashboards and tests: a snapshot, a
@@ -42,6 +44,13 @@ type Stats struct {
 	// waiting for a session: FailFast calls after a failed reconnect
 	// attempt, and every call while the circuit breaker was open.
 	FailedFast uint64
+	// SessionsOpened counts the sessions the server opened for the
+	// client (initialize answered), those it forgot before the handshake
+	// was over included; SessionsLost the sessions taken out of service,
+	// or lost in their handshake; LastLoss is why the last of them was
+	// lost (meaningful once SessionsLost is not 0).
+	SessionsOpened, SessionsLost uint64
+	LastLoss                     LossReason
 
 	Sessions int // sessions in service now
 	InFlight int // calls in progress now
@@ -60,7 +69,15 @@ type counters struct {
 	probes, probeFailures                 atomic.Uint64
 	outcomeUnknown, unavailable, authReqd atomic.Uint64
 	wrongAnswers, failedFast              atomic.Uint64
+	sessionsOpened, sessionsLost          atomic.Uint64
+	lastLoss                              atomic.Int32 // policy.Loss
 	inFlight                              atomic.Int64
+}
+
+// lost counts a session lost for kind.
+func (s *counters) lost(kind policy.Loss) {
+	s.sessionsLost.Add(1)
+	s.lastLoss.Store(int32(kind))
 }
 
 // record counts a failed call by what its error says of the request.
@@ -98,6 +115,9 @@ func (c *ResilientClient) Stats() Stats {
 		DroppedNotifications:  c.notifications.dropped.Load(),
 		WrongAnswers:          c.stats.wrongAnswers.Load(),
 		FailedFast:            c.stats.failedFast.Load(),
+		SessionsOpened:        c.stats.sessionsOpened.Load(),
+		SessionsLost:          c.stats.sessionsLost.Load(),
+		LastLoss:              lossReason(policy.Loss(c.stats.lastLoss.Load())),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
 		FailingFast:           c.breaker.isOpen(),

@@ -64,12 +64,25 @@ func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) 
 
 // toolSafe decides whether a tools/call whose outcome is unknown may be sent
 // again. A tool the server does not list is not safe: it has no annotations.
+//
+// When the annotations are stale and listing them again fails (F41: a
+// restart that took the pool's sessions with it), the decision rests on
+// the last listing seen: tools' annotations rarely change, and a server
+// that changed them announces it (tools/list_changed) or is listed again
+// after the reconnect that brought it. Only a tool never listed is taken
+// as not safe.
 func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
 	t, ok, current := c.knownTool(name)
 	if !ok || !current {
+		last, seen := t, ok
 		if err := c.learnTools(ctx); err != nil {
-			c.log.Warn("could not list the tools to decide a replay; the tool is taken as not safe to repeat", "tool", name, "err", describe(err))
-			t = mcp.Tool{Name: name}
+			if seen {
+				c.log.Warn("could not list the tools to decide a replay; deciding on the last listing seen", "tool", name, "err", describe(err))
+				t = last
+			} else {
+				c.log.Warn("could not list the tools to decide a replay; the tool is taken as not safe to repeat", "tool", name, "err", describe(err))
+				t = mcp.Tool{Name: name}
+			}
 		} else if t, ok, _ = c.knownTool(name); !ok {
 			// A change announced while the listing was under way (a
 			// server that adds tools once a session opens) leaves it

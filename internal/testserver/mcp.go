@@ -27,7 +27,7 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 		opts = append(opts, server.WithPaginationLimit(cfg.PageSize))
 	}
 	m := server.NewMCPServer("resilientmcp-testserver", "1.0.0", opts...)
-	for _, t := range tools(s, cfg.Tools) {
+	for _, t := range tools(s, cfg.Tools, cfg.ToolRan) {
 		m.AddTool(t.Tool, t.Handler)
 	}
 	addPromptsAndTemplates(m)
@@ -77,13 +77,16 @@ func hints(readOnly, idempotent bool) []mcp.ToolOption {
 	}
 }
 
-func tools(s *Server, set ToolSet) []server.ServerTool {
+func tools(s *Server, set ToolSet, ran func(string, map[string]any)) []server.ServerTool {
 	changed := set == ToolsChanged
 	run := func(name string) int64 { return s.counters.add(&s.counters.tools, name) }
 	tool := func(name string, h server.ToolHandlerFunc, opts ...mcp.ToolOption) server.ServerTool {
 		return server.ServerTool{
 			Tool: mcp.NewTool(name, opts...),
 			Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if ran != nil {
+					ran(name, req.GetArguments())
+				}
 				if name != "increment" { // increment counts itself to return the value
 					run(name)
 				}

@@ -106,6 +106,10 @@ type Config struct {
 	// Protect does) cannot exist before Start has picked the port: Start
 	// without it, then Reconfigure with it and Restart.
 	Guard func(next http.Handler) http.Handler
+	// ToolRan, if set, is called as each tool's handler begins, with the
+	// call's arguments: a process that serves as one replica of several
+	// records its executions where its parent can count them.
+	ToolRan func(tool string, args map[string]any)
 }
 
 // errClosed is returned by Start after Close.
@@ -191,6 +195,19 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// StartAt listens on addr and serves cfg: a replica behind a load
+// balancer, whose configuration names its address before it starts.
+func StartAt(addr string, cfg Config) (*Server, error) {
+	s := &Server{cfg: cfg, addr: addr}
+	s.counters.reset()
+	ln, err := listenRetry(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.serve(ln, cfg)
+	return s, nil
+}
+
 // URL returns the MCP endpoint, "http://127.0.0.1:PORT/mcp".
 func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
 
@@ -233,6 +250,23 @@ func (s *Server) Start() error {
 func (s *Server) Stop() {
 	s.lifeMu.Lock()
 	defer s.lifeMu.Unlock()
+	s.stopLocked()
+}
+
+// Shutdown is a graceful stop, as a replica's on SIGTERM: it closes the
+// listener at once, lets the requests in flight finish for up to grace,
+// then stops hard as Stop does.
+func (s *Server) Shutdown(grace time.Duration) {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	s.mu.Lock()
+	inst := s.inst
+	s.mu.Unlock()
+	if inst != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		_ = inst.httpSrv.Shutdown(ctx)
+		cancel()
+	}
 	s.stopLocked()
 }
 

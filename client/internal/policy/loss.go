@@ -104,13 +104,13 @@ func AfterRecheck(v Verdict) Recheck {
 // asked (F30); only a refusal for want of authorization ends the call,
 // which did not run.
 func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
-	// A new session has just proved the server answers: it is not probed
-	// again for the same doubt.
-	r.Revalidate = false
 	switch Probe(v) {
 	case Alive:
+		// The server answers: the doubt is over.
+		r.Revalidate = false
 		return Action{}
 	case Busy:
+		r.Revalidate = false
 		a := Action{Pause: max(v.RetryAfter, r.NextPause())}
 		if !deadline.IsZero() && time.Until(deadline) < a.Pause {
 			a.End = GiveUp
@@ -119,7 +119,11 @@ func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
 		return a
 	}
 	if v.Class == AuthRequired {
+		r.Revalidate = false
 		return Action{End: Unauthorized}
 	}
+	// The doubt stands for the pool's other sessions of the same age
+	// (Doubts): the call waits for a live one rather than spend its
+	// attempts on them.
 	return Action{Discard: ProbeLoss(v)}
 }

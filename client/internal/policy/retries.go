@@ -22,8 +22,10 @@ type Retries struct {
 	// MayHaveRun: some attempt may have run on the server; the call's
 	// error is then ErrOutcomeUnknown, else ErrUnavailable.
 	MayHaveRun bool
-	// Revalidate: probe the session before the next send.
+	// Revalidate: probe the session before the next send, if it is no
+	// newer than doubtSince (Doubts).
 	Revalidate bool
+	doubtSince time.Time
 	// CtxErr is the caller's context's error, once it ended.
 	CtxErr error
 
@@ -172,7 +174,7 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		// goes to the reconnect loop, and the call waits for it on the
 		// backoff schedule instead of spending its attempts in
 		// milliseconds.
-		r.Revalidate = true
+		r.Revalidate, r.doubtSince = true, time.Now()
 		a.Budget = true
 		return a
 
@@ -180,6 +182,17 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		return giveUp("the answer was not usable")
 	}
 	return Action{End: AsIs}
+}
+
+// Doubts reports whether a session opened at opened is probed before the
+// call is sent on it: an attempt broke in a way that leaves the server's
+// health in doubt, and the session is no newer than the doubt. A restart
+// takes every session of a pool with it (F41): each one the call is about
+// to use is asked first, and the dead ones are replaced without spending
+// the call's attempts, until a session opened since (which has just shown
+// that the server answers) or one that answers its probe.
+func (r *Retries) Doubts(opened time.Time) bool {
+	return r.Revalidate && !opened.After(r.doubtSince)
 }
 
 // join joins two parts of an error's why.
