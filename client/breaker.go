@@ -20,32 +20,48 @@ import (
 // Verdict.Outage); an answer that proves the server is there, or a
 // session in service, ends it.
 //
-// A breaker is safe for concurrent use. An idle client's costs a few
-// words: the timer exists only during an outage.
+// A breaker is safe for concurrent use, and its methods are safe on a nil
+// breaker: a client has none until its first outage (outage), so an idle
+// client that never lost its server pays a pointer for it.
 type breaker struct {
-	after time.Duration // 0: off
+	c     *ResilientClient
+	after time.Duration // WithFailFastAfter
 	// since is when the outage began, in UnixNano; 0: none.
 	since atomic.Int64
 	open  atomic.Bool
-	// onChange is told when the breaker opens or closes, under mu, so
-	// that it is told in order (it logs and tells the observers, which
-	// must return quickly); wake is called when it opens, after mu is
-	// released, so that calls waiting for a session ask again whether to
-	// go on.
-	onChange func(open bool, since time.Time)
-	wake     func()
 
 	// mu orders outage starts, ends and trips. Taken under the pool's lock
 	// (reached, from the client's onMemberState), so nothing that takes
-	// the pool's lock is called under it: wake is called after it.
+	// the pool's lock is called under it: the pool is woken after it is
+	// released. The notifier's lock is taken under it, so that openings
+	// and closings are told in order.
 	mu    sync.Mutex
 	timer *time.Timer // trips the breaker at since+after
+}
+
+// outage is the client's breaker, made on first need; nil with the breaker
+// off.
+func (c *ResilientClient) outage() *breaker {
+	if c.opts.failFastAfter == 0 {
+		return nil
+	}
+	if b := c.brk.Load(); b != nil {
+		return b
+	}
+	c.brk.CompareAndSwap(nil, &breaker{c: c, after: c.opts.failFastAfter})
+	return c.brk.Load()
+}
+
+// changed tells the state notifier (and through it the log and the
+// observers) that the breaker opened or closed; under mu.
+func (b *breaker) changed(open bool, since time.Time) {
+	b.c.notifier.push(stateEvent{breaker: &BreakerState{Open: open, OutageSince: since}})
 }
 
 // failed is told of a failure that counts as an outage, at a moment when
 // no session is in service.
 func (b *breaker) failed(at time.Time) {
-	if b.after == 0 || b.since.Load() != 0 {
+	if b == nil || b.since.Load() != 0 {
 		return
 	}
 	b.mu.Lock()
@@ -71,19 +87,15 @@ func (b *breaker) trip() {
 		return
 	}
 	b.open.Store(true)
-	if b.onChange != nil {
-		b.onChange(true, time.Unix(0, since))
-	}
+	b.changed(true, time.Unix(0, since))
 	b.mu.Unlock()
-	if b.wake != nil {
-		b.wake()
-	}
+	b.c.pool.Wake()
 }
 
 // reached is told that the server is there: a session went into service,
 // or the server answered as only a live server does.
 func (b *breaker) reached() {
-	if b.since.Load() == 0 {
+	if b == nil || b.since.Load() == 0 {
 		return
 	}
 	b.mu.Lock()
@@ -92,17 +104,20 @@ func (b *breaker) reached() {
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	if wasOpen && b.onChange != nil {
-		b.onChange(false, time.Unix(0, since))
+	if wasOpen {
+		b.changed(false, time.Unix(0, since))
 	}
 	b.mu.Unlock()
 }
 
 // isOpen reports whether calls fail fast now.
-func (b *breaker) isOpen() bool { return b.open.Load() }
+func (b *breaker) isOpen() bool { return b != nil && b.open.Load() }
 
 // outageSince is when the current outage began; the zero Time if none.
 func (b *breaker) outageSince() time.Time {
+	if b == nil {
+		return time.Time{}
+	}
 	if s := b.since.Load(); s != 0 {
 		return time.Unix(0, s)
 	}
@@ -111,6 +126,9 @@ func (b *breaker) outageSince() time.Time {
 
 // stop ends the timer, at Close.
 func (b *breaker) stop() {
+	if b == nil {
+		return
+	}
 	b.mu.Lock()
 	if b.timer != nil {
 		b.timer.Stop()

@@ -40,12 +40,12 @@ func (c *ResilientClient) do(ctx context.Context, method, tool string, send func
 func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
 	ct := c.obs.callOf(ctx)
 	o := callOptionsOf(ctx)
-	repeat, failFast := policy.RepeatByNature, false
+	repeat := policy.RepeatByNature
 	if o != nil {
 		if o.invalid != nil {
 			return o.invalid
 		}
-		repeat, failFast = o.repeat, o.failFast
+		repeat = o.repeat
 	}
 	ctx, pc, cancel := c.govern(ctx, o)
 	defer cancel()
@@ -60,7 +60,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		return policy.SafeToRepeat(repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
 	}
 	for {
-		lease, err := c.acquire(ctx, failFast)
+		lease, err := c.pool.Acquire(ctx)
 		if err != nil {
 			r.CtxErr = ctx.Err()
 			return c.acquireFailed(&r, err)
@@ -196,19 +196,6 @@ func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *sessio
 	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", describe(err))
 	c.replace(s, err)
 	return nil
-}
-
-// acquire leases a session for a call: it waits for one while there is
-// none, unless the policy says to fail fast (WhileNoSession).
-func (c *ResilientClient) acquire(ctx context.Context, failFast bool) (*pool.Lease[*session], error) {
-	if !failFast && c.breaker.after == 0 {
-		return c.pool.Acquire(ctx)
-	}
-	stop := c.stopWaiting[0]
-	if failFast {
-		stop = c.stopWaiting[1]
-	}
-	return c.pool.AcquireWith(ctx, stop)
 }
 
 // acquireFailed turns the reason no session could be had into the caller's

@@ -68,9 +68,8 @@ type ResilientClient struct {
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
 
-	progress    progressRegistry            // calls followed by their progress, by token
-	breaker     breaker                     // WithFailFastAfter
-	stopWaiting [2]func(pool.Waiting) error // what a call without a session asks while it waits; [1] for FailFast calls
+	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
+	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
@@ -186,6 +185,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			}
 			return 0
 		},
+		StopWaiting: c.whileNoSession,
 		OnDialError: func(member int, err error, next time.Duration) {
 			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
 				return // said once (affinity.go)
@@ -195,15 +195,6 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
 	})
-	c.breaker.after = o.failFastAfter
-	c.breaker.onChange = func(open bool, since time.Time) {
-		c.notifier.push(stateEvent{breaker: &BreakerState{Open: open, OutageSince: since}})
-	}
-	c.breaker.wake = c.pool.Wake
-	c.stopWaiting = [2]func(pool.Waiting) error{
-		func(w pool.Waiting) error { return c.whileNoSession(false, w) },
-		func(w pool.Waiting) error { return c.whileNoSession(true, w) },
-	}
 	return c, nil
 }
 
@@ -238,7 +229,7 @@ func (c *ResilientClient) onMemberState(member int, _, to pool.State) {
 	c.members[member].pool.Store(int32(to))
 	if to == pool.Ready {
 		c.members[member].degraded.Store(false) // a new session has failed nothing yet
-		c.breaker.reached()
+		c.brk.Load().reached()
 	}
 	c.refreshState()
 }
@@ -276,7 +267,7 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
-		c.breaker.stop()
+		c.brk.Load().stop()
 		c.deadlines.close()
 		// No listing of tools starts once closed is seen under this lock.
 		c.tools.mu.Lock()

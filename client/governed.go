@@ -22,17 +22,23 @@ type failedFast struct {
 
 func (e *failedFast) Error() string { return e.why }
 
-// whileNoSession is asked by a call waiting for a session, each time the
-// pool changes: nil to go on waiting.
-func (c *ResilientClient) whileNoSession(failFast bool, w pool.Waiting) error {
-	switch policy.WhileNoSession(failFast, w.Failed, c.breaker.isOpen()) {
+// whileNoSession is the pool's StopWaiting: asked by a call waiting for a
+// session (ctx is the call's), each time the pool changes; nil to go on
+// waiting.
+func (c *ResilientClient) whileNoSession(ctx context.Context, w pool.Waiting) error {
+	failFast := false
+	if o := callOptionsOf(ctx); o != nil {
+		failFast = o.failFast
+	}
+	b := c.brk.Load()
+	switch policy.WhileNoSession(failFast, w.Failed, b.isOpen()) {
 	case policy.FailFastNoSession:
 		return &failedFast{why: "no session, and the last attempt to open one failed (FailFast)", last: w.Last}
 	case policy.FailFastOutage:
-		why := "failing fast: the server has been unreachable for longer than " + c.breaker.after.String()
-		if since := c.breaker.outageSince(); !since.IsZero() {
+		why := "failing fast: the server has been unreachable for longer than " + b.after.String()
+		if since := b.outageSince(); !since.IsZero() {
 			why = "failing fast: the server has been unreachable for " + time.Since(since).Round(time.Millisecond).String() +
-				" (WithFailFastAfter " + c.breaker.after.String() + ")"
+				" (WithFailFastAfter " + b.after.String() + ")"
 		}
 		return &failedFast{why: why, last: w.Last}
 	}
@@ -43,16 +49,13 @@ func (c *ResilientClient) whileNoSession(failFast bool, w pool.Waiting) error {
 // server: an outage, if it left no session in service; that the server is
 // there, if it answered as only a live server does.
 func (c *ResilientClient) noteOutcome(v policy.Verdict) {
-	if c.breaker.after == 0 {
-		return
-	}
 	switch {
 	case v.Outage():
 		if !c.anyReady() {
-			c.breaker.failed(time.Now())
+			c.outage().failed(time.Now())
 		}
 	case v.Class == policy.ServerError, v.Class == policy.AuthRequired, v.Class == policy.Expired, v.Busy:
-		c.breaker.reached()
+		c.brk.Load().reached()
 	}
 }
 

@@ -95,7 +95,7 @@ func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.C
 	} else {
 		bounded, stop = c.callContext(ctx)
 	}
-	p := &progressCall{reg: &c.progress, idle: idle, onProgress: onProgress, start: time.Now()}
+	p := &progressCall{reg: c.progressCalls(), idle: idle, onProgress: onProgress, start: time.Now()}
 	p.Context, p.cancel = context.WithCancelCause(bounded)
 	return p, p, func() {
 		p.finish()
@@ -375,14 +375,23 @@ func tokenKey(token any) string {
 	return fmt.Sprintf("?%v", token)
 }
 
+// progressCalls is the client's progressRegistry, made by the first call
+// that needs it: an idle client, or one whose calls are not followed by
+// progress, pays a pointer for it.
+func (c *ResilientClient) progressCalls() *progressRegistry {
+	if r := c.progress.Load(); r != nil {
+		return r
+	}
+	c.progress.CompareAndSwap(nil, new(progressRegistry))
+	return c.progress.Load()
+}
+
 // progressRegistry routes progress notifications to the calls they are
 // for, by token, whatever stream or session they come on: in the session
 // era every POST of a session and its GET stream share one notification
 // channel, so a call's progress may arrive on another call's stream.
 //
-// A progressRegistry is safe for concurrent use; its zero value is ready
-// (the map is made on the first call that needs it: an idle client pays
-// nothing for it).
+// A progressRegistry is safe for concurrent use; its zero value is ready.
 type progressRegistry struct {
 	mu     sync.Mutex // guards calls; a leaf
 	calls  map[string]*progressCall
@@ -439,7 +448,11 @@ func (c *ResilientClient) onProgress(n mcp.JSONRPCNotification) bool {
 	if !ok || token == nil {
 		return true
 	}
-	p := c.progress.lookup(tokenKey(token))
+	r := c.progress.Load()
+	if r == nil {
+		return true
+	}
+	p := r.lookup(tokenKey(token))
 	if p == nil {
 		return true
 	}

@@ -120,7 +120,7 @@ func (c *ResilientClient) Stats() Stats {
 		LastLoss:              lossReason(policy.Loss(c.stats.lastLoss.Load())),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
-		FailingFast:           c.breaker.isOpen(),
-		OutageSince:           c.breaker.outageSince(),
+		FailingFast:           c.brk.Load().isOpen(),
+		OutageSince:           c.brk.Load().outageSince(),
 	}
 }

@@ -95,6 +95,23 @@ type Config[T comparable] struct {
 	// OnDialError is told of each failed dial and the pause before the next
 	// (backoff.Stop when the loop ends).
 	OnDialError func(member int, err error, next time.Duration)
+	// StopWaiting, if set, lets an Acquire stop waiting for a member short
+	// of its ctx's end: when no member is ready it is asked, with that
+	// ctx, before each wait, after every change of the members (a dial
+	// failed, a member changed state) and after Wake; a non-nil error ends
+	// the wait, and Acquire returns it. It is called without the Pool's
+	// lock.
+	StopWaiting func(ctx context.Context, w Waiting) error
+}
+
+// Waiting is what StopWaiting is told of the members an Acquire waits
+// for. A plain value.
+type Waiting struct {
+	// Failed: every member waited for has failed a dial since its current
+	// dial loop began.
+	Failed bool
+	// Last is the last dial error of the members waited for, nil if none.
+	Last error
 }
 
 // Pool is a fixed set of members shared by goroutines. It is safe for
@@ -222,26 +239,9 @@ func (l *Lease[T]) Discard(cause error) bool {
 // and waits within ctx. It fails with a member's permanent dial error if
 // every member it waited for failed so, with a *WaitError when ctx ends, and
 // with ErrClosed once the Pool is closed.
+//
+// With Config.StopWaiting set, Acquire may stop waiting short of ctx's end.
 func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
-	return p.AcquireWith(ctx, nil)
-}
-
-// Waiting is what an AcquireWith caller waiting for a member is told. A
-// plain value.
-type Waiting struct {
-	// Failed: every member waited for has failed a dial since its current
-	// dial loop began.
-	Failed bool
-	// Last is the last dial error of the members waited for, nil if none.
-	Last error
-}
-
-// AcquireWith is Acquire that may stop waiting short of ctx's end: when no
-// member is ready, stop is asked before each wait, after every change of
-// the members (a dial failed, a member changed state) and after Wake; a
-// non-nil error ends the wait, and AcquireWith returns it. A nil stop
-// waits as Acquire does.
-func (p *Pool[T]) AcquireWith(ctx context.Context, stop func(Waiting) error) (*Lease[T], error) {
 	joined := make(map[int]uint64, 0) // the loop of each member this call waits for
 	p.mu.Lock()
 	for {
@@ -281,8 +281,8 @@ func (p *Pool[T]) AcquireWith(ctx context.Context, stop func(Waiting) error) (*L
 		}
 		changed := p.changed
 		p.mu.Unlock()
-		if stop != nil {
-			if err := stop(Waiting{Failed: allFailed, Last: last}); err != nil {
+		if p.cfg.StopWaiting != nil {
+			if err := p.cfg.StopWaiting(ctx, Waiting{Failed: allFailed, Last: last}); err != nil {
 				return nil, err
 			}
 		}
@@ -302,8 +302,8 @@ func (p *Pool[T]) AcquireWith(ctx context.Context, stop func(Waiting) error) (*L
 	}
 }
 
-// Wake has every AcquireWith waiting for a member ask its stop function
-// again: something it decides on has changed outside the Pool.
+// Wake has every Acquire waiting for a member ask StopWaiting again:
+// something it decides on has changed outside the Pool.
 func (p *Pool[T]) Wake() {
 	p.mu.Lock()
 	if !p.closed {

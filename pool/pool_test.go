@@ -352,3 +352,51 @@ func TestCloseWakesWaitersAndStopsDialling(t *testing.T) {
 		}
 	})
 }
+
+// StopWaiting is asked while an Acquire waits: before the first wait with
+// the dial under way (not failed), after the dial failed (Failed, Last),
+// and after Wake; its error ends the wait.
+func TestStopWaitingEndsTheWaitWhenAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("refused")
+		d := &dialer{errs: []error{refused, refused, refused, refused}}
+		var mu sync.Mutex
+		var told []Waiting
+		var stopNow atomic.Bool
+		stop := errors.New("stop")
+		p := newPool(1, d, func(c *Config[*conn]) {
+			c.StopWaiting = func(ctx context.Context, w Waiting) error {
+				mu.Lock()
+				told = append(told, w)
+				mu.Unlock()
+				if stopNow.Load() {
+					return stop
+				}
+				return nil
+			}
+		})
+		defer p.Close()
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.Acquire(t.Context())
+			done <- err
+		}()
+		synctest.Wait()
+		mu.Lock()
+		if len(told) < 2 || told[0].Failed || !told[len(told)-1].Failed || !errors.Is(told[len(told)-1].Last, refused) {
+			t.Errorf("told %+v; want a wait before the dial failed, then one after, with its error", told)
+		}
+		mu.Unlock()
+		stopNow.Store(true)
+		p.Wake()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != stop {
+				t.Fatalf("Acquire ended with %v, want StopWaiting's error", err)
+			}
+		default:
+			t.Fatal("Wake did not have the waiting Acquire ask again")
+		}
+	})
+}
