@@ -115,6 +115,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			opt.apply(&o)
 		}
 	}
+	if o.tlsConfig != nil && u.Scheme != "https" {
+		o.invalidf("WithTLSConfig for %s endpoint %q: there is no TLS to configure", u.Scheme, endpoint)
+	}
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
@@ -126,12 +129,17 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.elicitationDefaults = elicitationDefaults
 	base := o.httpClient
 	if base == nil {
-		base = tunedHTTPClient(u)
+		base = tunedHTTPClient(u, o.tlsConfig)
 		c.ownTransport = base.Transport.(*wire.Renewable)
 	}
 	next := base.Transport
 	if next == nil {
 		next = http.DefaultTransport
+	}
+	if c.ownTransport == nil {
+		// The user's Transport is not to send a request again by itself
+		// either (wire.NoResend); the client's own sees to it itself.
+		next = wire.NoResend{Next: next}
 	}
 	hc := *base
 	tr := wire.NewTracker(next) // traced or not by what is beneath the token's layer

@@ -6,6 +6,7 @@ package testserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,6 +107,10 @@ type Config struct {
 	// Protect does) cannot exist before Start has picked the port: Start
 	// without it, then Reconfigure with it and Restart.
 	Guard func(next http.Handler) http.Handler
+	// TLS, if set, serves HTTPS with this config (its certificates), and
+	// HTTP/2 to a client that offers it by ALPN; URL then says https. It
+	// is read by every Start, so a restart serves TLS too.
+	TLS *tls.Config
 }
 
 // errClosed is returned by Start after Close.
@@ -191,8 +196,17 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// URL returns the MCP endpoint, "http://127.0.0.1:PORT/mcp".
-func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
+// URL returns the MCP endpoint, "http://127.0.0.1:PORT/mcp", or https
+// with Config.TLS.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	tlsOn := s.cfg.TLS != nil
+	s.mu.Unlock()
+	if tlsOn {
+		return "https://" + s.addr + "/mcp"
+	}
+	return "http://" + s.addr + "/mcp"
+}
 
 // Addr returns "127.0.0.1:PORT"; it stays the same across restarts.
 func (s *Server) Addr() string { return s.addr }
@@ -289,12 +303,20 @@ func (s *Server) serve(ln net.Listener, cfg Config) {
 		h = cfg.Guard(mux)
 	}
 	inst.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cfg.TLS != nil {
+		// ServeTLS adds h2 to the ALPN protocols of a clone of this.
+		inst.httpSrv.TLSConfig = cfg.TLS.Clone()
+	}
 
 	s.mu.Lock()
 	s.inst = inst
 	s.mu.Unlock()
 	go func() {
 		defer close(inst.served)
+		if cfg.TLS != nil {
+			_ = inst.httpSrv.ServeTLS(ln, "", "")
+			return
+		}
 		_ = inst.httpSrv.Serve(ln)
 	}()
 }

@@ -68,9 +68,11 @@ type Verdict struct {
 	// there, and asked for retryAfter's pause.
 	Busy       bool
 	RetryAfter time.Duration
-	// IdleClosed: the pooled connection had been closed by the server
-	// before the request was written on it, which says nothing of the
-	// server: send it again at once, on a new connection.
+	// IdleClosed: the connection the request took was closing before the
+	// request reached the server (closed while idle, found closed by the
+	// check before the write, or a graceful HTTP/2 GOAWAY that left the
+	// stream unprocessed), which says nothing of the server: send it again
+	// at once, on a new connection.
 	IdleClosed bool
 	// StaleConnection: the connection failed under a request that went out
 	// on a pooled connection: most likely one the far side had already
@@ -134,6 +136,10 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	// connection and writing it did not fail. Not having reached one is
 	// believed only of a transport that reports the connections it takes.
 	sent := streamed || rec.Started && (rec.GotConn || !rec.Traced) && !writeFailed
+	var h2 wire.H2Refusal
+	if err != nil {
+		h2 = wire.HTTP2Refusal(err)
+	}
 	v := func(c Class) Verdict { return Verdict{Class: c, Sent: sent} }
 	switch {
 	case ctxDone && errors.Is(err, auth.ErrUnavailable):
@@ -235,9 +241,38 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		// unexpected content type. A retry gets the same answer.
 		return v(Broken)
 
-	case wire.IsServerClosedIdle(err):
+	case wire.IsServerClosedIdle(err), wire.IsPeerClosedBeforeWrite(err):
+		// The pooled connection was closed by the server before a byte of
+		// the request was written on it.
 		r := v(NotSent)
 		r.IdleClosed = true
+		return r
+
+	case h2 == wire.H2GoneAway:
+		// HTTP/2, per hop: whoever sent the GOAWAY, the server or a proxy
+		// in front of it, promises it did not process the streams above
+		// its last stream id (RFC 9113 6.8), and a proxy cannot have
+		// forwarded a stream it did not process. The connection is
+		// closing, not the server failing: at once, on a new one.
+		r := v(NotSent)
+		r.IdleClosed = true
+		return r
+
+	case h2 == wire.H2Unprocessed:
+		// Not processed either, but the peer is failing (a GOAWAY with an
+		// error code, a connection that died before its first stream):
+		// by the backoff.
+		return v(NotSent)
+
+	case h2 == wire.H2Refused:
+		// RST_STREAM REFUSED_STREAM promises only that the peer that sent
+		// it did not process the stream, and that peer may be a proxy
+		// which had forwarded it to a backend that then died: HAProxy
+		// refuses so the streams it had sent to a replica killed under
+		// them. The client cannot tell which hop refused, so the request
+		// may have run. PROTOCOL_ERROR from the peer promises nothing.
+		r := v(OutcomeUnknown)
+		r.Why = "the HTTP/2 stream was refused (REFUSED_STREAM), possibly by a proxy after it forwarded the request"
 		return r
 
 	case writeFailed && rec.Status == 0:

@@ -22,6 +22,12 @@ import (
 // sendRequest wraps what SendRequest returned in *transport.Error.
 func mcpgo(err error) error { return transport.NewError(fmt.Errorf("failed to send request: %w", err)) }
 
+// h2Msg is net/http's HTTP/2 transport's message for a request it would
+// have sent again after cause, had it had GetBody.
+func h2Msg(cause string) string {
+	return "http2: Transport: cannot retry err [" + cause + "] after Request.Body was written; define Request.GetBody to avoid this error"
+}
+
 func netErr(op string, err error) error {
 	return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: &net.OpError{Op: op, Net: "tcp", Err: err}}
 }
@@ -81,6 +87,18 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 			check: func(v Verdict) bool { return v.Sent && v.MayHaveRun() }},
 		{name: "a pooled connection the server closed before the write", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http: server closed idle connection")}), want: NotSent,
 			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "the connection check found the pooled connection closed before the write", err: mcpgo(netErr("write", wire.ErrPeerClosed)), reused: true, want: NotSent,
+			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "h2: REFUSED_STREAM, as net/http reports it with no GetBody", err: mcpgo(&url.Error{Op: "Post", Err: errors.New(h2Msg("stream error: stream ID 9; REFUSED_STREAM; received from peer"))}), gotConn: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.MayHaveRun() && strings.Contains(v.Why, "REFUSED_STREAM") }},
+		{name: "h2: PROTOCOL_ERROR from the peer", err: mcpgo(&url.Error{Op: "Post", Err: errors.New(h2Msg("stream error: stream ID 3; PROTOCOL_ERROR; received from peer"))}), gotConn: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.MayHaveRun() }},
+		{name: "h2: graceful GOAWAY below the stream", err: mcpgo(&url.Error{Op: "Post", Err: errors.New(h2Msg("http2: Transport received Server's graceful shutdown GOAWAY"))}), gotConn: true, want: NotSent,
+			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "h2: GOAWAY with an error code on a first stream", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http2: Transport received GOAWAY from server ErrCode:INTERNAL_ERROR")}), gotConn: true, want: NotSent,
+			check: func(v Verdict) bool { return !v.IdleClosed && !v.MayHaveRun() }},
+		{name: "h2: the connection died before its first stream", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http2: client conn could not be established")}), gotConn: true, want: NotSent},
+		{name: "h2: the connection died with the stream on it", err: mcpgo(&url.Error{Op: "Post", Err: io.ErrUnexpectedEOF}), reused: true, want: OutcomeUnknown},
 		{name: "F25: deadline after the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, gotConn: true, want: Caller,
 			check: func(v Verdict) bool { return v.MayHaveRun() }},
 		{name: "deadline before the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, want: Caller,

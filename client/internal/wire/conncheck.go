@@ -8,9 +8,9 @@ import (
 	"syscall"
 )
 
-// errPeerClosed is what writing a request on a connection the server has
+// ErrPeerClosed is what writing a request on a connection the server has
 // already closed returns, before a byte is written.
-var errPeerClosed = errors.New("the server had closed the connection before the request was written")
+var ErrPeerClosed = errors.New("the server had closed the connection before the request was written")
 
 // CheckedDial wraps the default HTTP client's dialer so that a request is
 // never written on a pooled connection the server has already closed.
@@ -23,10 +23,20 @@ var errPeerClosed = errors.New("the server had closed the connection before the 
 // died: a non-idempotent call gets ErrOutcomeUnknown for nothing. So before
 // the first write of each new request on a connection, the kernel is asked
 // (a non-blocking MSG_PEEK, which consumes nothing) whether the peer has
-// closed it. If so the write fails with nothing written, and net/http, which
-// retries a request that wrote nothing on a pooled connection, sends it on
-// a new one by itself. A FIN that arrives after the check still races; it
-// is microseconds wide instead of a scheduler's wake-up.
+// closed it. If so the write fails with nothing written (ErrPeerClosed). Over
+// plain HTTP/1, net/http, which resends a request that wrote nothing on a
+// pooled connection, sends it on a new one by itself; over https, where
+// net/http is given nothing to resend with (resend.go), and over HTTP/2,
+// whose connection fails as a whole, the request fails and the policy sends
+// it again at once (IsPeerClosedBeforeWrite). A FIN that arrives after the
+// check still races; it is microseconds wide instead of a scheduler's
+// wake-up.
+//
+// Over TLS the check sits beneath the TLS layer, and over HTTP/2 a
+// connection's reads and writes interleave (SETTINGS, WINDOW_UPDATE, PING):
+// every write that follows a read asks the kernel, which costs a system
+// call and is right for each, since a write after the peer has gone is lost
+// whatever it carries.
 func CheckedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
@@ -82,7 +92,7 @@ func (c *checkedConn) peerClosed() bool {
 
 func (c *checkedConn) Write(p []byte) (int, error) {
 	if c.answered.Swap(false) && c.peerClosed() {
-		return 0, &net.OpError{Op: "write", Net: "tcp", Addr: c.RemoteAddr(), Err: errPeerClosed}
+		return 0, &net.OpError{Op: "write", Net: "tcp", Addr: c.RemoteAddr(), Err: ErrPeerClosed}
 	}
 	return c.Conn.Write(p)
 }

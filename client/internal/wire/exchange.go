@@ -289,6 +289,9 @@ func WatchStream(ctx context.Context, w StreamWatcher) context.Context {
 // NewTracker returns a Tracker sending through next.
 func NewTracker(next http.RoundTripper) *Tracker {
 	var traced bool
+	if n, ok := next.(NoResend); ok {
+		next = n.Next
+	}
 	switch next.(type) {
 	case *http.Transport, *Renewable:
 		traced = true

@@ -20,15 +20,18 @@ type Renewable struct {
 	// connection there, out of reach, until IdleConnTimeout). A leaf.
 	mu  sync.RWMutex
 	cur *http.Transport
+	h2c bool // cur speaks HTTP/2 over plain TCP too; set once, copied by Clone
 }
 
 // NewRenewable returns a Renewable that starts with t.
-func NewRenewable(t *http.Transport) *Renewable { return &Renewable{cur: t} }
+func NewRenewable(t *http.Transport) *Renewable { return &Renewable{cur: t, h2c: speaksH2C(t)} }
 
 // RoundTrip sends req on the current Transport. Only until the response's
 // headers: its body is read on the connection it came on, whatever Renew
-// does meanwhile.
+// does meanwhile. net/http gets no GetBody on a request it may send over
+// HTTP/2, so that it never sends one again by itself (resend.go).
 func (r *Renewable) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withoutResend(req, r.h2c)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.cur.RoundTrip(req)
