@@ -94,7 +94,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			// A connection that died under a request usually died with its
 			// siblings (a server restart, a middlebox forgetting flows):
 			// drop the idle ones rather than meet them one failure at a time.
-			c.httpClient.CloseIdleConnections()
+			c.closeIdleConnections()
 		}
 		if a.Refused {
 			ct.replayRefused()

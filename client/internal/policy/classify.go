@@ -241,9 +241,10 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		// unexpected content type. A retry gets the same answer.
 		return v(Broken)
 
-	case wire.IsServerClosedIdle(err), wire.IsPeerClosedBeforeWrite(err):
+	case wire.IsServerClosedIdle(err), wire.IsPeerClosedBeforeWrite(err), wire.IsCannotRewind(err):
 		// The pooled connection was closed by the server before a byte of
-		// the request was written on it.
+		// the request was written on it (or, over HTTP/2, before a stream
+		// was opened for it).
 		r := v(NotSent)
 		r.IdleClosed = true
 		return r

@@ -59,6 +59,15 @@ func IsNetworkError(err error) bool {
 	return errors.As(err, &ne) || ConnectionBroke(err)
 }
 
+// IsCannotRewind reports whether net/http decided to send a request again
+// on another connection and could not, for want of GetBody (resend.go).
+// For a POST it decides so only when the request never went out: its
+// HTTP/2 connection had no stream for it, or was gone before it opened one
+// (net/http's errCannotRewind, which it has no type for).
+func IsCannotRewind(err error) bool {
+	return strings.Contains(err.Error(), "net/http: cannot rewind body after connection loss")
+}
+
 // IsPeerClosedBeforeWrite reports whether the connection check (conncheck.go)
 // refused to write the request on a connection the server had closed: not
 // a byte of it went out.
