@@ -44,7 +44,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	deadline, _ := ctx.Deadline()
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
-	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff}}
+	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
 	safe := func() bool { return tool == "" || c.toolSafe(ctx, tool) }
 	for {
 		lease, err := c.pool.Acquire(ctx)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -49,6 +50,7 @@ type options struct {
 	clientInfo       mcp.Implementation
 	clientOptions    []mcpclient.ClientOption
 	retryToolCall    func(mcp.Tool) bool
+	retryableRPC     []int // WithRetryableRPCCodes
 	stateHandler     func(from, to State)
 	observers        []Observer
 	logger           *slog.Logger
@@ -74,6 +76,7 @@ func defaultOptions() options {
 		poolSize:         1,
 		clientInfo:       mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()},
 		retryToolCall:    DefaultRetryToolCall,
+		retryableRPC:     []int{mcp.INTERNAL_ERROR},
 		logger:           slog.New(slog.DiscardHandler),
 		maxResponseBytes: wire.DefaultMaxResponseBytes,
 	}
@@ -326,6 +329,26 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 		}
 		o.retryToolCall = safe
 	})
+}
+
+// WithRetryableRPCCodes lists the JSON-RPC error codes after which a call
+// that is safe to repeat (WithRetryToolCall; every method but tools/call)
+// is sent again, as after a lost answer: within WithMaxAttempts, after a
+// probe of the session, paid from the retry budget. A call not safe to
+// repeat, or one that has used its attempts, returns the server's error as
+// is. It replaces the list; none turns it off. As in gRPC's retry policy
+// (retryableStatusCodes), the codes are the caller's to choose: a code
+// that means the request itself is wrong would only be refused again.
+//
+// Default: -32603 (internal error), which gateways in front of stdio
+// servers answer to the requests in flight when the server process dies
+// in a shutdown or restart, and which a replay on a live one answers.
+//
+// mcp-go keeps the code of the errors it knows (-32700, -32600 to -32603,
+// and MCP's own); a code it has no error value for is recognised only in an
+// answer with an HTTP status of 400 or more, whose body the client reads.
+func WithRetryableRPCCodes(codes ...int) Option {
+	return optionFunc(func(o *options) { o.retryableRPC = slices.Clone(codes) })
 }
 
 // DefaultRetryToolCall allows a tool to be replayed when its annotations say

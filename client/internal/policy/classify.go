@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -41,10 +42,14 @@ const (
 	// usable (500, a 2xx that is not MCP). Never replayed: the same
 	// answer would come back.
 	Broken
+	// Rejected: the server, or a proxy before it, refused the request with
+	// an HTTP status of HTTP's own (a 4xx that carries no JSON-RPC error):
+	// it did not run, and sent again it would be refused again.
+	Rejected
 )
 
 func (c Class) String() string {
-	return [...]string{"caller", "server error", "authorization", "session expired", "not sent", "outcome unknown", "broken answer"}[c]
+	return [...]string{"caller", "server error", "authorization", "session expired", "not sent", "outcome unknown", "broken answer", "rejected"}[c]
 }
 
 // Verdict is the classification of one failed attempt.
@@ -85,7 +90,11 @@ type Verdict struct {
 	SessionGone bool
 	// RPCAnswer: the server itself answered with a JSON-RPC error, so it
 	// is there and knows the session; for a probe, that is proof of life.
+	// RPCCode is its code, 0 if unknown (mcp-go keeps no code of its own
+	// for codes it has no error value for, unless the answer's HTTP status
+	// was 400 or more).
 	RPCAnswer bool
+	RPCCode   int
 	// why is what the failure was, for the call's error when the cause's
 	// own message would not say it (a stream cut before its answer).
 	Why string
@@ -108,7 +117,7 @@ func (v Verdict) MayHaveRun() bool {
 // answer, or a protocol version the server refuses after mcp-go already
 // negotiated one (this was the one re-negotiation).
 func (v Verdict) Permanent() bool {
-	return v.Class == ServerError || v.Class == AuthRequired || v.Class == Broken || v.Renegotiate
+	return v.Class == ServerError || v.Class == AuthRequired || v.Class == Broken || v.Class == Rejected || v.Renegotiate
 }
 
 // Session is what the policy needs to know of the session a request went
@@ -216,19 +225,55 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 
 	case rec.Status == http.StatusBadGateway, rec.Status == http.StatusGatewayTimeout:
 		// A proxy lost the backend's answer; the backend may have run it.
-		return v(OutcomeUnknown)
-
-	case rec.Status >= 500:
-		return v(Broken)
-
-	case rec.Status >= 400:
-		return v(ServerError)
+		r := v(OutcomeUnknown)
+		r.Cause = statusError(rec)
+		return r
 
 	case !errors.As(err, new(*transport.Error)):
 		// Not a transport failure: the server answered with a JSON-RPC
-		// error.
+		// error, whatever the HTTP status it came with.
 		r := v(ServerError)
-		r.RPCAnswer = true
+		r.RPCAnswer, r.RPCCode = true, rpcCode(err, rec)
+		return r
+
+	// An HTTP status without a JSON-RPC answer is classified by what HTTP
+	// says of it, and by its class where the client does not know it
+	// (F40): nothing reaches the caller as mcp-go's untyped "request
+	// failed with status N".
+	case rec.Status == http.StatusInternalServerError && !rec.EmptyBody:
+		// The server's own failure, said in its own words: it ran, or may
+		// have, and would fail again.
+		r := v(Broken)
+		r.Cause = statusError(rec)
+		return r
+
+	case rec.Status == http.StatusNotImplemented, rec.Status == http.StatusHTTPVersionNotSupported:
+		// The server does not do what was asked: it did not run.
+		r := v(Rejected)
+		r.Cause = statusError(rec)
+		return r
+
+	case rec.Status >= 500, rec.Status == statusClientClosedRequest:
+		// Any other 5xx (a 500 with nothing to say, 507, the 52x of
+		// Cloudflare and other proxies), and nginx's 499, which a gateway
+		// answers to the requests in flight as it shuts down: the request
+		// may have run before the answer was lost.
+		r := v(OutcomeUnknown)
+		r.Cause = statusError(rec)
+		r.Why = "HTTP " + strconv.Itoa(rec.Status) + ": the answer was lost"
+		return r
+
+	case rec.Status == http.StatusRequestTimeout, rec.Status == http.StatusTooEarly:
+		// The server did not process it, and may if asked again: by the
+		// backoff.
+		r := v(NotSent)
+		r.Cause = statusError(rec)
+		return r
+
+	case rec.Status >= 400:
+		// Any other 4xx: refused before it ran.
+		r := v(Rejected)
+		r.Cause = statusError(rec)
 		return r
 
 	case wire.IsDialError(err):
@@ -286,6 +331,46 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	r := v(OutcomeUnknown)
 	r.StaleConnection = rec.Reused && rec.Status == 0 && wire.IsNetworkError(err)
 	return r
+}
+
+// statusClientClosedRequest is nginx's 499, which gateways also answer to
+// the requests in flight when they shut down.
+const statusClientClosedRequest = 499
+
+// statusError is the cause a call reports for an HTTP status answered
+// without a JSON-RPC error: the status and the first bytes of the body, in
+// place of mcp-go's untyped message that quotes the whole body.
+func statusError(rec wire.Record) error {
+	if rec.Status == 0 {
+		return nil
+	}
+	return &wire.StatusError{Status: rec.Status, Body: rec.Body, Empty: rec.EmptyBody}
+}
+
+// rpcCode is the code of the JSON-RPC error err is the server's answer
+// with: mcp-go's error values for the codes it knows, else what the
+// tracker read of an answer of 400 or more; 0 if neither says.
+func rpcCode(err error, rec wire.Record) int {
+	for _, known := range [...]struct {
+		err  error
+		code int
+	}{
+		{mcp.ErrInternalError, mcp.INTERNAL_ERROR},
+		{mcp.ErrParseError, mcp.PARSE_ERROR},
+		{mcp.ErrInvalidRequest, mcp.INVALID_REQUEST},
+		{mcp.ErrMethodNotFound, mcp.METHOD_NOT_FOUND},
+		{mcp.ErrInvalidParams, mcp.INVALID_PARAMS},
+		{mcp.ErrRequestInterrupted, mcp.REQUEST_INTERRUPTED},
+		{mcp.ErrResourceNotFound, mcp.RESOURCE_NOT_FOUND},
+	} {
+		if errors.Is(err, known.err) {
+			return known.code
+		}
+	}
+	if rec.RPCError {
+		return rec.RPCCode
+	}
+	return 0
 }
 
 // staleSession reports whether the last request's answer says the server no

@@ -45,6 +45,8 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		ctxDone    bool
 		reused     bool
 		gotConn    bool
+		body       string
+		empty      bool
 		want       Class
 		check      func(Verdict) bool
 	}{
@@ -64,7 +66,21 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		{name: "F10: 502", err: mcpgo(errors.New("request failed with status 502")), status: 502, want: OutcomeUnknown},
 		{name: "F10: 504", err: mcpgo(errors.New("request failed with status 504")), status: 504, want: OutcomeUnknown},
 		{name: "F10: 500", err: mcpgo(errors.New("request failed with status 500")), status: 500, want: Broken},
-		{name: "400", err: mcpgo(errors.New("request failed with status 400")), status: 400, want: ServerError},
+		{name: "400 without a JSON-RPC error: refused, did not run", err: mcpgo(errors.New("request failed with status 400")), status: 400, want: Rejected,
+			check: func(v Verdict) bool { return !v.MayHaveRun() && v.Permanent() }},
+		{name: "F40: 499 with an empty body (a gateway shutting down)", err: mcpgo(errors.New("request failed with status 499: ")), status: 499, empty: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.MayHaveRun() && strings.Contains(v.Cause.Error(), "499") }},
+		{name: "F40: 520 (a proxy's own)", err: mcpgo(errors.New("request failed with status 520: <html>")), status: 520, body: "<html>", want: OutcomeUnknown,
+			check: func(v Verdict) bool { return strings.Contains(v.Cause.Error(), `"<html>"`) }},
+		{name: "F40: 530", err: mcpgo(errors.New("request failed with status 530")), status: 530, want: OutcomeUnknown},
+		{name: "F40: 500 with an empty body", err: mcpgo(errors.New("request failed with status 500: ")), status: 500, empty: true, want: OutcomeUnknown},
+		{name: "501: not implemented, did not run", err: mcpgo(errors.New("request failed with status 501")), status: 501, want: Rejected},
+		{name: "F40: 413 with an empty body", err: mcpgo(errors.New("request failed with status 413: ")), status: 413, empty: true, want: Rejected},
+		{name: "408: not processed, may be asked again", err: mcpgo(errors.New("request failed with status 408")), status: 408, want: NotSent},
+		{name: "F40: -32603 in a 500's body is the server's answer", err: mcp.ErrInternalError, status: 500, want: ServerError,
+			check: func(v Verdict) bool { return v.RPCAnswer && v.RPCCode == mcp.INTERNAL_ERROR }},
+		{name: "F40: -32603 in a 200", err: fmt.Errorf("%w: child exited", mcp.ErrInternalError), status: 200, want: ServerError,
+			check: func(v Verdict) bool { return v.RPCCode == mcp.INTERNAL_ERROR }},
 		{name: "JSON-RPC error from the server", err: mcp.ErrMethodNotFound, status: 200, want: ServerError},
 		{name: "F7: connection refused", err: mcpgo(netErr("dial", syscall.ECONNREFUSED)), want: NotSent,
 			check: func(v Verdict) bool { return v.Unreachable }},
@@ -108,7 +124,7 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Rows are net/http requests: started, traced; reused implies a
 			// connection.
-			ex := wire.Recorded(wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused}, false, false)
+			ex := wire.Recorded(wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused, Body: tt.body, EmptyBody: tt.empty}, false, false)
 			v := Classify(tt.err, on(tt.sessionEra), ex, tt.ctxDone)
 			if v.Class != tt.want {
 				t.Fatalf("Classify(%v) = %v, want %v", tt.err, v.Class, tt.want)
@@ -164,7 +180,7 @@ func TestClassifyStaleSessionHoweverTheServerSaysIt(t *testing.T) {
 		{"400 on a session that just opened: the server's answer", fresh, tsAnswer, 400, -32000, true, true, ServerError},
 		{"400 invalid params: about the request", served, mcp.ErrInvalidParams, 400, mcp.INVALID_PARAMS, true, true, ServerError},
 		{"400 parse error: about the request", served, mcp.ErrParseError, 400, mcp.PARSE_ERROR, true, true, ServerError},
-		{"400 without a JSON-RPC error", served, mcpgo(errors.New("request failed with status 400: bad")), 400, 0, false, true, ServerError},
+		{"400 without a JSON-RPC error", served, mcpgo(errors.New("request failed with status 400: bad")), 400, 0, false, true, Rejected},
 		{"400 to a request without a session id", served, tsAnswer, 400, -32000, true, false, ServerError},
 		{"2026-07-28: 404 with -32601 is method not found", stateless, mcpgo(transport.ErrSessionTerminated), 404, mcp.METHOD_NOT_FOUND, true, false, ServerError},
 	}
