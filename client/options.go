@@ -222,7 +222,8 @@ func WithKeepIdleConnection(keep bool) Option {
 // certificate use WithTLSConfig, and for otelhttp, a proxy-aware or a
 // recording layer WithTransportWrapper: both keep all of these. The client
 // still keeps the Transport from sending a request again by itself over
-// HTTP/2.
+// HTTP/2: over https (or h2c, with an http.Transport that speaks it) the
+// requests it hands the Transport have no GetBody.
 //
 // Many ResilientClients may share one http.Client. An idle client then
 // costs about 6 KB instead of 8 KB, but the clients share their

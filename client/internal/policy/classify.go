@@ -145,10 +145,6 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	// connection and writing it did not fail. Not having reached one is
 	// believed only of a transport that reports the connections it takes.
 	sent := streamed || rec.Started && (rec.GotConn || !rec.Traced) && !writeFailed
-	var h2 wire.H2Refusal
-	if err != nil {
-		h2 = wire.HTTP2Refusal(err)
-	}
 	v := func(c Class) Verdict { return Verdict{Class: c, Sent: sent} }
 	switch {
 	case ctxDone && errors.Is(err, auth.ErrUnavailable):
@@ -294,32 +290,8 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		r.IdleClosed = true
 		return r
 
-	case h2 == wire.H2GoneAway:
-		// HTTP/2, per hop: whoever sent the GOAWAY, the server or a proxy
-		// in front of it, promises it did not process the streams above
-		// its last stream id (RFC 9113 6.8), and a proxy cannot have
-		// forwarded a stream it did not process. The connection is
-		// closing, not the server failing: at once, on a new one.
-		r := v(NotSent)
-		r.IdleClosed = true
-		return r
-
-	case h2 == wire.H2Unprocessed:
-		// Not processed either, but the peer is failing (a GOAWAY with an
-		// error code, a connection that died before its first stream):
-		// by the backoff.
-		return v(NotSent)
-
-	case h2 == wire.H2Refused:
-		// RST_STREAM REFUSED_STREAM promises only that the peer that sent
-		// it did not process the stream, and that peer may be a proxy
-		// which had forwarded it to a backend that then died: HAProxy
-		// refuses so the streams it had sent to a replica killed under
-		// them. The client cannot tell which hop refused, so the request
-		// may have run. PROTOCOL_ERROR from the peer promises nothing.
-		r := v(OutcomeUnknown)
-		r.Why = "the HTTP/2 stream was refused (REFUSED_STREAM), possibly by a proxy after it forwarded the request"
-		return r
+	case wire.HTTP2Refusal(err) != wire.H2NoRefusal:
+		return h2Refusal(wire.HTTP2Refusal(err), v)
 
 	case writeFailed && rec.Status == 0:
 		// Writing the request failed, so no server read it whole: a
@@ -330,6 +302,36 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	// Reset, EOF, a timeout or a stream broken after the request was written.
 	r := v(OutcomeUnknown)
 	r.StaleConnection = rec.Reused && rec.Status == 0 && wire.IsNetworkError(err)
+	return r
+}
+
+// h2Refusal is what an HTTP/2 peer's refusal of the request's stream means,
+// argued per hop; v makes a verdict of a class.
+func h2Refusal(h2 wire.H2Refusal, v func(Class) Verdict) Verdict {
+	switch h2 {
+	case wire.H2GoneAway:
+		// Whoever sent the GOAWAY, the server or a proxy in front of it,
+		// promises it did not process the streams above its last stream
+		// id (RFC 9113 6.8), and a proxy cannot have forwarded a stream it
+		// did not process. The connection is closing, not the server
+		// failing: at once, on a new one.
+		r := v(NotSent)
+		r.IdleClosed = true
+		return r
+	case wire.H2Unprocessed:
+		// Not processed either, but the peer is failing (a GOAWAY with an
+		// error code, a connection that died before its first stream):
+		// by the backoff.
+		return v(NotSent)
+	}
+	// RST_STREAM REFUSED_STREAM promises only that the peer that sent it
+	// did not process the stream, and that peer may be a proxy which had
+	// forwarded it to a backend that then died: HAProxy refuses so the
+	// streams it had sent to a replica killed under them. The client
+	// cannot tell which hop refused, so the request may have run.
+	// PROTOCOL_ERROR from the peer promises nothing.
+	r := v(OutcomeUnknown)
+	r.Why = "the HTTP/2 stream was refused (REFUSED_STREAM), possibly by a proxy after it forwarded the request"
 	return r
 }
 

@@ -45,10 +45,12 @@ func speaksH2C(t *http.Transport) bool {
 type NoResend struct{ Next http.RoundTripper }
 
 // RoundTrip sends req through Next, without GetBody where HTTP/2 may
-// carry it: over https, or whatever the scheme if Next is not a
-// net/http Transport (which might speak h2c).
+// carry it: over https, or over plain http if Next is a net/http
+// Transport that speaks h2c. A RoundTripper of another kind is taken not
+// to speak h2c, which few do: its layers may read GetBody over plain http
+// (a recording layer does), and the h2c one would resend as it pleases.
 func (n NoResend) RoundTrip(req *http.Request) (*http.Response, error) {
-	h2c := true
+	var h2c bool
 	if t, ok := n.Next.(*http.Transport); ok {
 		h2c = speaksH2C(t)
 	}
