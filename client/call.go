@@ -55,7 +55,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	if pc != nil {
 		ex.RewriteRequests(pc.rewrite)
 	}
-	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff}}
+	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
 	safe := func() bool {
 		return policy.SafeToRepeat(repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
 	}
@@ -125,7 +125,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			// A connection that died under a request usually died with its
 			// siblings (a server restart, a middlebox forgetting flows):
 			// drop the idle ones rather than meet them one failure at a time.
-			c.httpClient.CloseIdleConnections()
+			c.closeIdleConnections()
 		}
 		if a.Refused {
 			ct.replayRefused()

@@ -121,6 +121,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			opt.apply(&o)
 		}
 	}
+	if o.tlsConfig != nil && u.Scheme != "https" {
+		o.invalidf("WithTLSConfig for %s endpoint %q: there is no TLS to configure", u.Scheme, endpoint)
+	}
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
@@ -132,12 +135,27 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.elicitationDefaults = elicitationDefaults
 	base := o.httpClient
 	if base == nil {
-		base = tunedHTTPClient(u)
-		c.ownTransport = base.Transport.(*wire.Renewable)
+		base, c.ownTransport = tunedHTTPClient(u, o.tlsConfig)
+		if o.wrapTransport != nil {
+			wrapped := o.wrapTransport(c.ownTransport)
+			if wrapped == nil {
+				return nil, errors.New("resilientmcp: invalid options: WithTransportWrapper's function returned nil")
+			}
+			// Beneath a layer of the caller's, the Renewable tells each
+			// request's exchange whether it was reached: only then does
+			// httptrace's silence prove a request never left.
+			c.ownTransport.MarkReached()
+			base.Transport = wrapped
+		}
 	}
 	next := base.Transport
 	if next == nil {
 		next = http.DefaultTransport
+	}
+	if c.ownTransport == nil {
+		// The user's Transport is not to send a request again by itself
+		// either (wire.NoResend); the client's own sees to it itself.
+		next = wire.NoResend{Next: next}
 	}
 	hc := *base
 	tr := wire.NewTracker(next) // traced or not by what is beneath the token's layer
@@ -281,10 +299,21 @@ func (c *ResilientClient) Close() error {
 		c.notifications.close()
 		c.notifier.wait()
 		if c.ownTransport != nil {
-			c.httpClient.CloseIdleConnections()
+			c.closeIdleConnections()
 		}
 	})
 	return nil
+}
+
+// closeIdleConnections closes the idle connections of the HTTP client, and
+// of the client's own transport beneath a layer of the caller's
+// (WithTransportWrapper), which may not pass the call on (otelhttp's does
+// not).
+func (c *ResilientClient) closeIdleConnections() {
+	c.httpClient.CloseIdleConnections()
+	if c.ownTransport != nil && c.opts.wrapTransport != nil {
+		c.ownTransport.CloseIdleConnections()
+	}
 }
 
 // OnNotification registers a handler for the server's notifications. It is

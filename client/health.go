@@ -34,7 +34,7 @@ func (e *probeError) Unwrap() error { return e.err }
 func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 	v, err := c.probe(ctx, s)
 	if err != nil && policy.RetryProbe(v) && ctx.Err() == nil {
-		c.httpClient.CloseIdleConnections()
+		c.closeIdleConnections()
 		v, err = c.probe(ctx, s)
 	}
 	if err == nil {

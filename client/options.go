@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -42,7 +43,9 @@ type options struct {
 	maxCallDuration  time.Duration
 	failFastAfter    time.Duration // 0: no circuit breaker
 	poolSize         int
-	httpClient       *http.Client // nil: a tuned client of our own
+	httpClient       *http.Client                              // nil: a tuned client of our own
+	tlsConfig        *tls.Config                               // WithTLSConfig's, for the client's own; nil: the defaults
+	wrapTransport    func(http.RoundTripper) http.RoundTripper // WithTransportWrapper's; nil: none
 	headers          map[string]string
 	headerFunc       transport.HTTPHeaderFunc
 	bearerToken      auth.FetchFunc
@@ -50,6 +53,7 @@ type options struct {
 	clientInfo       mcp.Implementation
 	clientOptions    []mcpclient.ClientOption
 	retryToolCall    func(mcp.Tool) bool
+	retryableRPC     []int // WithRetryableRPCCodes
 	stateHandler     func(from, to State)
 	observers        []Observer
 	logger           *slog.Logger
@@ -78,6 +82,7 @@ func defaultOptions() options {
 		poolSize:         1,
 		clientInfo:       mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()},
 		retryToolCall:    DefaultRetryToolCall,
+		retryableRPC:     []int{mcp.INTERNAL_ERROR},
 		logger:           slog.New(slog.DiscardHandler),
 		maxResponseBytes: wire.DefaultMaxResponseBytes,
 	}
@@ -279,6 +284,19 @@ func WithKeepIdleConnection(keep bool) Option {
 // host, enough for a pool's calls in flight. The client's Transport is
 // wrapped, never modified.
 //
+// What a client given here gives up, since its Transport is the caller's:
+// the connection check before reuse (a request written on a pooled
+// connection the server had already closed, as after a restart, ends an
+// unsafe call with ErrOutcomeUnknown though it never ran: about four in ten
+// in BenchmarkUnsafeCallAfterRestart), the tuned idle timeout, the renewal
+// of the Transport when the client goes idle (WithKeepIdleConnection), and
+// HTTP/2 unless its Transport offers it. For a private CA or a client
+// certificate use WithTLSConfig, and for otelhttp, a proxy-aware or a
+// recording layer WithTransportWrapper: both keep all of these. The client
+// still keeps the Transport from sending a request again by itself over
+// HTTP/2: over https (or h2c, with an http.Transport that speaks it) the
+// requests it hands the Transport have no GetBody.
+//
 // Many ResilientClients may share one http.Client. An idle client then
 // costs about 6 KB instead of 8 KB, but the clients share their
 // connections' fate: a probe no longer tests the connection the client's
@@ -291,6 +309,55 @@ func WithHTTPClient(c *http.Client) Option {
 			return
 		}
 		o.httpClient = c
+	})
+}
+
+// WithTLSConfig sets the TLS configuration of the client's own HTTP client,
+// for a private certificate authority (RootCAs), a client certificate
+// (Certificates, GetClientCertificate), or a minimum version; the endpoint
+// must be https. Unlike WithHTTPClient it keeps everything the client's own
+// HTTP client does: the connection check before reuse, idle connections
+// dropped below load balancers' timeouts, the renewal of the Transport when
+// the client goes idle, and HTTP/2 where the server offers it by ALPN. The
+// config is cloned by New; a later change to it is not seen.
+//
+// TLS session tickets: the client's own HTTP clients share one session
+// cache, so that a fleet reconnecting after an outage resumes its sessions;
+// a config given here keeps its ClientSessionCache, and without one gets a
+// cache of its own client's, never the shared one, since a session resumed
+// from another client's cache would carry that client's certificate.
+// Default: Go's TLS defaults and the system's roots.
+func WithTLSConfig(c *tls.Config) Option {
+	return optionFunc(func(o *options) {
+		if c == nil {
+			o.invalidf("WithTLSConfig(nil)")
+			return
+		}
+		o.tlsConfig = c.Clone()
+	})
+}
+
+// WithTransportWrapper puts a layer of the caller's over the client's own
+// HTTP transport: otelhttp.NewTransport, a transport that goes through a
+// proxy of its own choosing, one that records or signs requests. wrap is
+// called once, by New, with the client's transport, and what it returns
+// carries every request the client sends. The client's transport beneath
+// keeps what WithHTTPClient gives up: the connection check before reuse,
+// idle connections dropped below load balancers' timeouts, its renewal when
+// the client goes idle (the layer stays; the Transport under it is
+// renewed), and HTTP/2 where offered. For an http.Transport setting (a
+// proxy URL, dial timeouts) the layer cannot reach, use WithHTTPClient.
+//
+// The layer must pass each request on at most once: one that sends a
+// request again by itself (a retrying transport) would repeat calls the
+// client decided were not safe to repeat. Default none.
+func WithTransportWrapper(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return optionFunc(func(o *options) {
+		if wrap == nil {
+			o.invalidf("WithTransportWrapper(nil)")
+			return
+		}
+		o.wrapTransport = wrap
 	})
 }
 
@@ -335,6 +402,26 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 		}
 		o.retryToolCall = safe
 	})
+}
+
+// WithRetryableRPCCodes lists the JSON-RPC error codes after which a call
+// that is safe to repeat (WithRetryToolCall; every method but tools/call)
+// is sent again, as after a lost answer: within WithMaxAttempts, after a
+// probe of the session, paid from the retry budget. A call not safe to
+// repeat, or one that has used its attempts, returns the server's error as
+// is. It replaces the list; none turns it off. As in gRPC's retry policy
+// (retryableStatusCodes), the codes are the caller's to choose: a code
+// that means the request itself is wrong would only be refused again.
+//
+// Default: -32603 (internal error), which gateways in front of stdio
+// servers answer to the requests in flight when the server process dies
+// in a shutdown or restart, and which a replay on a live one answers.
+//
+// mcp-go keeps the code of the errors it knows (-32700, -32600 to -32603,
+// and MCP's own); a code it has no error value for is recognised only in an
+// answer with an HTTP status of 400 or more, whose body the client reads.
+func WithRetryableRPCCodes(codes ...int) Option {
+	return optionFunc(func(o *options) { o.retryableRPC = slices.Clone(codes) })
 }
 
 // DefaultRetryToolCall allows a tool to be replayed when its annotations say
@@ -401,6 +488,12 @@ func WithMaxResponseBytes(n int64) Option {
 }
 
 func (o *options) validate() error {
+	if o.httpClient != nil && o.wrapTransport != nil {
+		o.invalidf("WithHTTPClient and WithTransportWrapper together: WithTransportWrapper wraps the client's own transport; wrap the one given instead")
+	}
+	if o.httpClient != nil && o.tlsConfig != nil {
+		o.invalidf("WithHTTPClient and WithTLSConfig together: WithTLSConfig configures the client's own HTTP client; configure TLS in the one given instead")
+	}
 	if o.bearerToken != nil && o.oauth != nil {
 		o.invalidf("WithOAuth and WithBearerToken together: one token source per client")
 	}
@@ -464,14 +557,23 @@ var sessionTickets = tls.NewLRUClientSessionCache(0)
 // (writes) and 40% (reads) slower on loopback. A plain-http endpoint gets HTTP/1 only and no TLS
 // config: Go would not speak HTTP/2 to it anyway, and the two cost 2 KB per
 // Transport.
-func tunedHTTPClient(endpoint *url.URL) *http.Client {
+func tunedHTTPClient(endpoint *url.URL, tlsConfig *tls.Config) (*http.Client, *wire.Renewable) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.IdleConnTimeout = 50 * time.Second
 	t.MaxIdleConnsPerHost = 64
 	t.MaxIdleConns = 256
 	t.DialContext = wire.CheckedDial(t.DialContext)
 	if endpoint.Scheme == "https" {
+		// HTTP/2 is negotiated by ALPN where the server offers it:
+		// ForceAttemptHTTP2, copied from http.DefaultTransport, keeps it on
+		// beside a custom dialer and TLS config.
 		t.TLSClientConfig = &tls.Config{ClientSessionCache: sessionTickets}
+		if tlsConfig != nil {
+			t.TLSClientConfig = tlsConfig.Clone()
+			if t.TLSClientConfig.ClientSessionCache == nil {
+				t.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+			}
+		}
 	} else {
 		var http1 http.Protocols
 		http1.SetHTTP1(true)
@@ -480,5 +582,6 @@ func tunedHTTPClient(endpoint *url.URL) *http.Client {
 		// http.DefaultTransport: 480 bytes a client, for no TLS.
 		t.TLSClientConfig = nil
 	}
-	return &http.Client{Transport: wire.NewRenewable(t)}
+	r := wire.NewRenewable(t)
+	return &http.Client{Transport: r}, r
 }

@@ -22,7 +22,7 @@ func TestDefaultClientsResumeEachOthersTLSSessions(t *testing.T) {
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	resumed := func() bool {
 		t.Helper()
-		hc := tunedHTTPClient(endpoint)
+		hc, _ := tunedHTTPClient(endpoint, nil)
 		tr := hc.Transport.(*wire.Renewable).Transport()
 		defer tr.CloseIdleConnections()
 		tr.TLSClientConfig.RootCAs = roots
@@ -43,7 +43,7 @@ func TestDefaultClientsResumeEachOthersTLSSessions(t *testing.T) {
 
 func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 	endpoint, _ := url.Parse("http://127.0.0.1:1/mcp")
-	tr := tunedHTTPClient(endpoint).Transport.(*wire.Renewable).Transport()
+	tr := tunedHTTPClientTransport(endpoint)
 	if p := tr.Protocols; p == nil || !p.HTTP1() || p.HTTP2() || p.UnencryptedHTTP2() {
 		t.Errorf("protocols %v for a plain-http endpoint, want HTTP/1 only", p)
 	}
@@ -51,8 +51,13 @@ func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 		t.Error("a TLS config for a plain-http endpoint")
 	}
 	endpoint, _ = url.Parse("https://127.0.0.1:1/mcp")
-	tr = tunedHTTPClient(endpoint).Transport.(*wire.Renewable).Transport()
+	tr = tunedHTTPClientTransport(endpoint)
 	if !tr.ForceAttemptHTTP2 {
 		t.Error("an https endpoint's transport would not try HTTP/2")
 	}
+}
+
+func tunedHTTPClientTransport(endpoint *url.URL) *http.Transport {
+	_, r := tunedHTTPClient(endpoint, nil)
+	return r.Transport()
 }

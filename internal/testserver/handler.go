@@ -86,8 +86,12 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// like a proxy failing after the upstream did the work.
 				inst.backend(&discardWriter{header: http.Header{}}, r)
 			}
-			if f.status == 0 {
+			if f.status == 0 && f.rpcCode == 0 {
 				dropConnection(w)
+				return
+			}
+			if f.answer {
+				writeAnswer(w, f, msg.id)
 				return
 			}
 			if f.retryAfter != "" {
@@ -243,6 +247,49 @@ type fault struct {
 	retryAfter string
 	afterRun   bool
 	methods    []string
+	// answer: FailPOSTsAnswer's, with body, or the JSON-RPC error rpcCode.
+	answer  bool
+	body    string
+	rpcCode int
+}
+
+// FailPOSTsAnswer is FailPOSTs with the answer given: status with body as
+// it is ("" sends no body at all, as a gateway shutting down answers 499),
+// or, if rpcCode is not 0, the JSON-RPC error rpcCode answering the
+// request's id, under status (200 if 0), as a gateway answers when the
+// server process behind it died under the request.
+func (s *Server) FailPOSTsAnswer(n int, status int, body string, rpcCode int, afterRun bool, methods ...string) {
+	s.faults.set(fault{
+		remaining: n,
+		status:    status,
+		afterRun:  afterRun,
+		methods:   slices.Clone(methods),
+		answer:    true,
+		body:      body,
+		rpcCode:   rpcCode,
+	})
+}
+
+// writeAnswer writes a FailPOSTsAnswer fault's answer to the request id.
+func writeAnswer(w http.ResponseWriter, f fault, id json.RawMessage) {
+	status := f.status
+	if f.rpcCode == 0 {
+		if f.body != "" {
+			w.Header().Set("Content-Type", "text/plain")
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, f.body)
+		return
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":`+strconv.Itoa(f.rpcCode)+`,"message":"injected: the server process exited"}}`)
 }
 
 type faults struct {

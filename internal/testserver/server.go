@@ -6,6 +6,7 @@ package testserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -110,6 +111,10 @@ type Config struct {
 	// call's arguments: a process that serves as one replica of several
 	// records its executions where its parent can count them.
 	ToolRan func(tool string, args map[string]any)
+	// TLS, if set, serves HTTPS with this config (its certificates), and
+	// HTTP/2 to a client that offers it by ALPN; URL then says https. It
+	// is read by every Start, so a restart serves TLS too.
+	TLS *tls.Config
 }
 
 // errClosed is returned by Start after Close.
@@ -208,8 +213,17 @@ func StartAt(addr string, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// URL returns the MCP endpoint, "http://127.0.0.1:PORT/mcp".
-func (s *Server) URL() string { return "http://" + s.addr + "/mcp" }
+// URL returns the MCP endpoint, "http://127.0.0.1:PORT/mcp", or https
+// with Config.TLS.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	tlsOn := s.cfg.TLS != nil
+	s.mu.Unlock()
+	if tlsOn {
+		return "https://" + s.addr + "/mcp"
+	}
+	return "http://" + s.addr + "/mcp"
+}
 
 // Addr returns "127.0.0.1:PORT"; it stays the same across restarts.
 func (s *Server) Addr() string { return s.addr }
@@ -323,12 +337,20 @@ func (s *Server) serve(ln net.Listener, cfg Config) {
 		h = cfg.Guard(mux)
 	}
 	inst.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cfg.TLS != nil {
+		// ServeTLS adds h2 to the ALPN protocols of a clone of this.
+		inst.httpSrv.TLSConfig = cfg.TLS.Clone()
+	}
 
 	s.mu.Lock()
 	s.inst = inst
 	s.mu.Unlock()
 	go func() {
 		defer close(inst.served)
+		if cfg.TLS != nil {
+			_ = inst.httpSrv.ServeTLS(ln, "", "")
+			return
+		}
 		_ = inst.httpSrv.Serve(ln)
 	}()
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -41,10 +42,14 @@ const (
 	// usable (500, a 2xx that is not MCP). Never replayed: the same
 	// answer would come back.
 	Broken
+	// Rejected: the server, or a proxy before it, refused the request with
+	// an HTTP status of HTTP's own (a 4xx that carries no JSON-RPC error):
+	// it did not run, and sent again it would be refused again.
+	Rejected
 )
 
 func (c Class) String() string {
-	return [...]string{"caller", "server error", "authorization", "session expired", "not sent", "outcome unknown", "broken answer"}[c]
+	return [...]string{"caller", "server error", "authorization", "session expired", "not sent", "outcome unknown", "broken answer", "rejected"}[c]
 }
 
 // Verdict is the classification of one failed attempt.
@@ -68,9 +73,11 @@ type Verdict struct {
 	// there, and asked for retryAfter's pause.
 	Busy       bool
 	RetryAfter time.Duration
-	// IdleClosed: the pooled connection had been closed by the server
-	// before the request was written on it, which says nothing of the
-	// server: send it again at once, on a new connection.
+	// IdleClosed: the connection the request took was closing before the
+	// request reached the server (closed while idle, found closed by the
+	// check before the write, or a graceful HTTP/2 GOAWAY that left the
+	// stream unprocessed), which says nothing of the server: send it again
+	// at once, on a new connection.
 	IdleClosed bool
 	// StaleConnection: the connection failed under a request that went out
 	// on a pooled connection: most likely one the far side had already
@@ -83,7 +90,11 @@ type Verdict struct {
 	SessionGone bool
 	// RPCAnswer: the server itself answered with a JSON-RPC error, so it
 	// is there and knows the session; for a probe, that is proof of life.
+	// RPCCode is its code, 0 if unknown (mcp-go keeps no code of its own
+	// for codes it has no error value for, unless the answer's HTTP status
+	// was 400 or more).
 	RPCAnswer bool
+	RPCCode   int
 	// Status is the HTTP status of the answer to the request, 0 if none
 	// came.
 	Status int
@@ -109,7 +120,7 @@ func (v Verdict) MayHaveRun() bool {
 // answer, or a protocol version the server refuses after mcp-go already
 // negotiated one (this was the one re-negotiation).
 func (v Verdict) Permanent() bool {
-	return v.Class == ServerError || v.Class == AuthRequired || v.Class == Broken || v.Renegotiate
+	return v.Class == ServerError || v.Class == AuthRequired || v.Class == Broken || v.Class == Rejected || v.Renegotiate
 }
 
 // Session is what the policy needs to know of the session a request went
@@ -213,19 +224,55 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 
 	case rec.Status == http.StatusBadGateway, rec.Status == http.StatusGatewayTimeout:
 		// A proxy lost the backend's answer; the backend may have run it.
-		return v(OutcomeUnknown)
-
-	case rec.Status >= 500:
-		return v(Broken)
-
-	case rec.Status >= 400:
-		return v(ServerError)
+		r := v(OutcomeUnknown)
+		r.Cause = statusError(rec)
+		return r
 
 	case !errors.As(err, new(*transport.Error)):
 		// Not a transport failure: the server answered with a JSON-RPC
-		// error.
+		// error, whatever the HTTP status it came with.
 		r := v(ServerError)
-		r.RPCAnswer = true
+		r.RPCAnswer, r.RPCCode = true, rpcCode(err, rec)
+		return r
+
+	// An HTTP status without a JSON-RPC answer is classified by what HTTP
+	// says of it, and by its class where the client does not know it
+	// (F40): nothing reaches the caller as mcp-go's untyped "request
+	// failed with status N".
+	case rec.Status == http.StatusInternalServerError && !rec.EmptyBody:
+		// The server's own failure, said in its own words: it ran, or may
+		// have, and would fail again.
+		r := v(Broken)
+		r.Cause = statusError(rec)
+		return r
+
+	case rec.Status == http.StatusNotImplemented, rec.Status == http.StatusHTTPVersionNotSupported:
+		// The server does not do what was asked: it did not run.
+		r := v(Rejected)
+		r.Cause = statusError(rec)
+		return r
+
+	case rec.Status >= 500, rec.Status == statusClientClosedRequest:
+		// Any other 5xx (a 500 with nothing to say, 507, the 52x of
+		// Cloudflare and other proxies), and nginx's 499, which a gateway
+		// answers to the requests in flight as it shuts down: the request
+		// may have run before the answer was lost.
+		r := v(OutcomeUnknown)
+		r.Cause = statusError(rec)
+		r.Why = "HTTP " + strconv.Itoa(rec.Status) + ": the answer was lost"
+		return r
+
+	case rec.Status == http.StatusRequestTimeout, rec.Status == http.StatusTooEarly:
+		// The server did not process it, and may if asked again: by the
+		// backoff.
+		r := v(NotSent)
+		r.Cause = statusError(rec)
+		return r
+
+	case rec.Status >= 400:
+		// Any other 4xx: refused before it ran.
+		r := v(Rejected)
+		r.Cause = statusError(rec)
 		return r
 
 	case wire.IsDialError(err):
@@ -238,10 +285,16 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		// unexpected content type. A retry gets the same answer.
 		return v(Broken)
 
-	case wire.IsServerClosedIdle(err):
+	case wire.IsServerClosedIdle(err), wire.IsPeerClosedBeforeWrite(err), wire.IsCannotRewind(err):
+		// The pooled connection was closed by the server before a byte of
+		// the request was written on it (or, over HTTP/2, before a stream
+		// was opened for it).
 		r := v(NotSent)
 		r.IdleClosed = true
 		return r
+
+	case wire.HTTP2Refusal(err) != wire.H2NoRefusal:
+		return h2Refusal(wire.HTTP2Refusal(err), v)
 
 	case writeFailed && rec.Status == 0:
 		// Writing the request failed, so no server read it whole: a
@@ -253,6 +306,76 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	r := v(OutcomeUnknown)
 	r.StaleConnection = rec.Reused && rec.Status == 0 && wire.IsNetworkError(err)
 	return r
+}
+
+// h2Refusal is what an HTTP/2 peer's refusal of the request's stream means,
+// argued per hop; v makes a verdict of a class.
+func h2Refusal(h2 wire.H2Refusal, v func(Class) Verdict) Verdict {
+	switch h2 {
+	case wire.H2GoneAway:
+		// Whoever sent the GOAWAY, the server or a proxy in front of it,
+		// promises it did not process the streams above its last stream
+		// id (RFC 9113 6.8), and a proxy cannot have forwarded a stream it
+		// did not process. The connection is closing, not the server
+		// failing: at once, on a new one.
+		r := v(NotSent)
+		r.IdleClosed = true
+		return r
+	case wire.H2Unprocessed:
+		// Not processed either, but the peer is failing (a GOAWAY with an
+		// error code, a connection that died before its first stream):
+		// by the backoff.
+		return v(NotSent)
+	}
+	// RST_STREAM REFUSED_STREAM promises only that the peer that sent it
+	// did not process the stream, and that peer may be a proxy which had
+	// forwarded it to a backend that then died: HAProxy refuses so the
+	// streams it had sent to a replica killed under them. The client
+	// cannot tell which hop refused, so the request may have run.
+	// PROTOCOL_ERROR from the peer promises nothing.
+	r := v(OutcomeUnknown)
+	r.Why = "the HTTP/2 stream was refused (REFUSED_STREAM), possibly by a proxy after it forwarded the request"
+	return r
+}
+
+// statusClientClosedRequest is nginx's 499, which gateways also answer to
+// the requests in flight when they shut down.
+const statusClientClosedRequest = 499
+
+// statusError is the cause a call reports for an HTTP status answered
+// without a JSON-RPC error: the status and the first bytes of the body, in
+// place of mcp-go's untyped message that quotes the whole body.
+func statusError(rec wire.Record) error {
+	if rec.Status == 0 {
+		return nil
+	}
+	return &wire.StatusError{Status: rec.Status, Body: rec.Body, Empty: rec.EmptyBody}
+}
+
+// rpcCode is the code of the JSON-RPC error err is the server's answer
+// with: mcp-go's error values for the codes it knows, else what the
+// tracker read of an answer of 400 or more; 0 if neither says.
+func rpcCode(err error, rec wire.Record) int {
+	for _, known := range [...]struct {
+		err  error
+		code int
+	}{
+		{mcp.ErrInternalError, mcp.INTERNAL_ERROR},
+		{mcp.ErrParseError, mcp.PARSE_ERROR},
+		{mcp.ErrInvalidRequest, mcp.INVALID_REQUEST},
+		{mcp.ErrMethodNotFound, mcp.METHOD_NOT_FOUND},
+		{mcp.ErrInvalidParams, mcp.INVALID_PARAMS},
+		{mcp.ErrRequestInterrupted, mcp.REQUEST_INTERRUPTED},
+		{mcp.ErrResourceNotFound, mcp.RESOURCE_NOT_FOUND},
+	} {
+		if errors.Is(err, known.err) {
+			return known.code
+		}
+	}
+	if rec.RPCError {
+		return rec.RPCCode
+	}
+	return 0
 }
 
 // staleSession reports whether the last request's answer says the server no

@@ -22,6 +22,12 @@ import (
 // sendRequest wraps what SendRequest returned in *transport.Error.
 func mcpgo(err error) error { return transport.NewError(fmt.Errorf("failed to send request: %w", err)) }
 
+// h2Msg is net/http's HTTP/2 transport's message for a request it would
+// have sent again after cause, had it had GetBody.
+func h2Msg(cause string) string {
+	return "http2: Transport: cannot retry err [" + cause + "] after Request.Body was written; define Request.GetBody to avoid this error"
+}
+
 func netErr(op string, err error) error {
 	return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/mcp", Err: &net.OpError{Op: op, Net: "tcp", Err: err}}
 }
@@ -39,6 +45,8 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		ctxDone    bool
 		reused     bool
 		gotConn    bool
+		body       string
+		empty      bool
 		want       Class
 		check      func(Verdict) bool
 	}{
@@ -58,7 +66,21 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		{name: "F10: 502", err: mcpgo(errors.New("request failed with status 502")), status: 502, want: OutcomeUnknown},
 		{name: "F10: 504", err: mcpgo(errors.New("request failed with status 504")), status: 504, want: OutcomeUnknown},
 		{name: "F10: 500", err: mcpgo(errors.New("request failed with status 500")), status: 500, want: Broken},
-		{name: "400", err: mcpgo(errors.New("request failed with status 400")), status: 400, want: ServerError},
+		{name: "400 without a JSON-RPC error: refused, did not run", err: mcpgo(errors.New("request failed with status 400")), status: 400, want: Rejected,
+			check: func(v Verdict) bool { return !v.MayHaveRun() && v.Permanent() }},
+		{name: "F40: 499 with an empty body (a gateway shutting down)", err: mcpgo(errors.New("request failed with status 499: ")), status: 499, empty: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.MayHaveRun() && strings.Contains(v.Cause.Error(), "499") }},
+		{name: "F40: 520 (a proxy's own)", err: mcpgo(errors.New("request failed with status 520: <html>")), status: 520, body: "<html>", want: OutcomeUnknown,
+			check: func(v Verdict) bool { return strings.Contains(v.Cause.Error(), `"<html>"`) }},
+		{name: "F40: 530", err: mcpgo(errors.New("request failed with status 530")), status: 530, want: OutcomeUnknown},
+		{name: "F40: 500 with an empty body", err: mcpgo(errors.New("request failed with status 500: ")), status: 500, empty: true, want: OutcomeUnknown},
+		{name: "501: not implemented, did not run", err: mcpgo(errors.New("request failed with status 501")), status: 501, want: Rejected},
+		{name: "F40: 413 with an empty body", err: mcpgo(errors.New("request failed with status 413: ")), status: 413, empty: true, want: Rejected},
+		{name: "408: not processed, may be asked again", err: mcpgo(errors.New("request failed with status 408")), status: 408, want: NotSent},
+		{name: "F40: -32603 in a 500's body is the server's answer", err: mcp.ErrInternalError, status: 500, want: ServerError,
+			check: func(v Verdict) bool { return v.RPCAnswer && v.RPCCode == mcp.INTERNAL_ERROR }},
+		{name: "F40: -32603 in a 200", err: fmt.Errorf("%w: child exited", mcp.ErrInternalError), status: 200, want: ServerError,
+			check: func(v Verdict) bool { return v.RPCCode == mcp.INTERNAL_ERROR }},
 		{name: "JSON-RPC error from the server", err: mcp.ErrMethodNotFound, status: 200, want: ServerError},
 		{name: "F7: connection refused", err: mcpgo(netErr("dial", syscall.ECONNREFUSED)), want: NotSent,
 			check: func(v Verdict) bool { return v.Unreachable }},
@@ -83,6 +105,18 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 			check: func(v Verdict) bool { return v.Sent && v.MayHaveRun() }},
 		{name: "a pooled connection the server closed before the write", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http: server closed idle connection")}), want: NotSent,
 			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "the connection check found the pooled connection closed before the write", err: mcpgo(netErr("write", wire.ErrPeerClosed)), reused: true, want: NotSent,
+			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "h2: REFUSED_STREAM, as net/http reports it with no GetBody", err: mcpgo(&url.Error{Op: "Post", Err: errors.New(h2Msg("stream error: stream ID 9; REFUSED_STREAM; received from peer"))}), gotConn: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.MayHaveRun() && strings.Contains(v.Why, "REFUSED_STREAM") }},
+		{name: "h2: PROTOCOL_ERROR from the peer", err: mcpgo(&url.Error{Op: "Post", Err: errors.New(h2Msg("stream error: stream ID 3; PROTOCOL_ERROR; received from peer"))}), gotConn: true, want: OutcomeUnknown,
+			check: func(v Verdict) bool { return v.MayHaveRun() }},
+		{name: "h2: graceful GOAWAY below the stream", err: mcpgo(&url.Error{Op: "Post", Err: errors.New(h2Msg("http2: Transport received Server's graceful shutdown GOAWAY"))}), gotConn: true, want: NotSent,
+			check: func(v Verdict) bool { return v.IdleClosed && !v.MayHaveRun() }},
+		{name: "h2: GOAWAY with an error code on a first stream", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http2: Transport received GOAWAY from server ErrCode:INTERNAL_ERROR")}), gotConn: true, want: NotSent,
+			check: func(v Verdict) bool { return !v.IdleClosed && !v.MayHaveRun() }},
+		{name: "h2: the connection died before its first stream", err: mcpgo(&url.Error{Op: "Post", Err: errors.New("http2: client conn could not be established")}), gotConn: true, want: NotSent},
+		{name: "h2: the connection died with the stream on it", err: mcpgo(&url.Error{Op: "Post", Err: io.ErrUnexpectedEOF}), reused: true, want: OutcomeUnknown},
 		{name: "F25: deadline after the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, gotConn: true, want: Caller,
 			check: func(v Verdict) bool { return v.MayHaveRun() }},
 		{name: "deadline before the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, want: Caller,
@@ -92,7 +126,7 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Rows are net/http requests: started, traced; reused implies a
 			// connection.
-			ex := wire.Recorded(wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused}, false, false)
+			ex := wire.Recorded(wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused, Body: tt.body, EmptyBody: tt.empty}, false, false)
 			v := Classify(tt.err, on(tt.sessionEra), ex, tt.ctxDone)
 			if v.Class != tt.want {
 				t.Fatalf("Classify(%v) = %v, want %v", tt.err, v.Class, tt.want)
@@ -148,7 +182,7 @@ func TestClassifyStaleSessionHoweverTheServerSaysIt(t *testing.T) {
 		{"400 on a session that just opened: the server's answer", fresh, tsAnswer, 400, -32000, true, true, ServerError},
 		{"400 invalid params: about the request", served, mcp.ErrInvalidParams, 400, mcp.INVALID_PARAMS, true, true, ServerError},
 		{"400 parse error: about the request", served, mcp.ErrParseError, 400, mcp.PARSE_ERROR, true, true, ServerError},
-		{"400 without a JSON-RPC error", served, mcpgo(errors.New("request failed with status 400: bad")), 400, 0, false, true, ServerError},
+		{"400 without a JSON-RPC error", served, mcpgo(errors.New("request failed with status 400: bad")), 400, 0, false, true, Rejected},
 		{"400 to a request without a session id", served, tsAnswer, 400, -32000, true, false, ServerError},
 		{"2026-07-28: 404 with -32601 is method not found", stateless, mcpgo(transport.ErrSessionTerminated), 404, mcp.METHOD_NOT_FOUND, true, false, ServerError},
 	}

@@ -42,7 +42,7 @@ func FuzzClassify(f *testing.F) {
 			refused = cause
 		}
 		v := Classify(mcpgo(fmt.Errorf("%s: %w", msg, cause)), on(sessionEra), ex, false)
-		if v.Class < Caller || v.Class > Broken {
+		if v.Class < Caller || v.Class > Rejected {
 			t.Fatalf("class %d out of range", v.Class)
 		}
 		switch {

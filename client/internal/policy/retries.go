@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -16,6 +17,9 @@ type Retries struct {
 	Max        int                    // WithMaxAttempts
 	PoolSize   int                    // WithPoolSize
 	NewBackOff func() backoff.BackOff // WithBackOff
+	// RetryableRPC: the JSON-RPC error codes a safe call is sent again
+	// after (WithRetryableRPCCodes).
+	RetryableRPC []int
 
 	// Sends counts every send, for the error message.
 	Sends int
@@ -96,7 +100,27 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		return giveUp(why, r.CtxErr)
 
 	case ServerError:
-		return Action{End: AsIs}
+		if !v.RPCAnswer || v.RPCCode == 0 || !slices.Contains(r.RetryableRPC, v.RPCCode) {
+			return Action{End: AsIs}
+		}
+		// A code the caller listed as a passing failure (-32603 from a
+		// gateway whose child died in a shutdown): it reached a handler,
+		// so it may have run; a safe call is replayed as after a lost
+		// answer, and anything else ends with the server's own answer.
+		r.MayHaveRun = true
+		if !safe() {
+			return Action{End: AsIs}
+		}
+		if r.attempts++; r.attempts >= r.Max {
+			return Action{End: AsIs}
+		}
+		r.Revalidate = true
+		return Action{Budget: true}
+
+	case Rejected:
+		// Refused by HTTP's rules: it did not run, and would be refused
+		// again.
+		return giveUp("the request was refused")
 
 	case AuthRequired:
 		return Action{End: Unauthorized}

@@ -6,11 +6,12 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
-// errPeerClosed is what writing a request on a connection the server has
+// ErrPeerClosed is what writing a request on a connection the server has
 // already closed returns, before a byte is written.
-var errPeerClosed = errors.New("the server had closed the connection before the request was written")
+var ErrPeerClosed = errors.New("the server had closed the connection before the request was written")
 
 // CheckedDial wraps the default HTTP client's dialer so that a request is
 // never written on a pooled connection the server has already closed.
@@ -23,10 +24,20 @@ var errPeerClosed = errors.New("the server had closed the connection before the 
 // died: a non-idempotent call gets ErrOutcomeUnknown for nothing. So before
 // the first write of each new request on a connection, the kernel is asked
 // (a non-blocking MSG_PEEK, which consumes nothing) whether the peer has
-// closed it. If so the write fails with nothing written, and net/http, which
-// retries a request that wrote nothing on a pooled connection, sends it on
-// a new one by itself. A FIN that arrives after the check still races; it
-// is microseconds wide instead of a scheduler's wake-up.
+// closed it. If so the write fails with nothing written (ErrPeerClosed). Over
+// plain HTTP/1, net/http, which resends a request that wrote nothing on a
+// pooled connection, sends it on a new one by itself; over https, where
+// net/http is given nothing to resend with (resend.go), and over HTTP/2,
+// whose connection fails as a whole, the request fails and the policy sends
+// it again at once (IsPeerClosedBeforeWrite). A FIN that arrives after the
+// check still races; it is microseconds wide instead of a scheduler's
+// wake-up.
+//
+// Over TLS the check sits beneath the TLS layer, and over HTTP/2 a
+// connection's reads and writes interleave (SETTINGS, WINDOW_UPDATE, PING):
+// every write that follows a read asks the kernel, which costs a system
+// call and is right for each, since a write after the peer has gone is lost
+// whatever it carries.
 func CheckedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
@@ -47,6 +58,24 @@ func CheckedDial(dial func(ctx context.Context, network, addr string) (net.Conn,
 	}
 }
 
+// closingBytes is the most a peer that has finished sending may have left
+// unread for the check to take the connection for closed: a TLS 1.3
+// close_notify record is 24 bytes, an HTTP/2 GOAWAY in a record of its own
+// 39, and the smallest answer to a request (HEADERS of a 202 and a TLS
+// record around them) over 30. So 64: what a closing server sends, or one
+// tiny answer at most, is taken for closed; a real answer is left to net/http.
+const closingBytes = 64
+
+// quietWrite is how long a connection must have gone unwritten for its
+// next write to be checked even with nothing read since the last one.
+// Over HTTP/1 a request is written in one go, in writes microseconds
+// apart, after its connection read the last answer. Over HTTP/2 the last
+// write before a pause is often not a request but a frame the client sends
+// after the answer (mcp-go cancels a request's context as it finishes
+// with the answer, which resets the stream), so the next request follows
+// a write, not a read.
+const quietWrite = time.Millisecond
+
 // checkedConn is a connection that checks the peer is still there before
 // the first write of each request.
 type checkedConn struct {
@@ -55,11 +84,13 @@ type checkedConn struct {
 	// answered: a response was read since the last write, so the next
 	// write begins a new request on a connection that sat in the pool.
 	answered atomic.Bool
-	// For the check, used by the one goroutine that writes: net/http
-	// writes a connection from one goroutine at a time.
-	peekFn func(fd uintptr)
-	closed bool
-	buf    [1]byte
+	// For the check, used by one goroutine at a time: net/http writes a
+	// connection from one goroutine at a time (HTTP/2 under its write
+	// lock).
+	peekFn    func(fd uintptr)
+	closed    bool
+	lastWrite time.Time
+	buf       [closingBytes + 1]byte
 }
 
 func (c *checkedConn) Read(p []byte) (int, error) {
@@ -81,8 +112,11 @@ func (c *checkedConn) peerClosed() bool {
 }
 
 func (c *checkedConn) Write(p []byte) (int, error) {
-	if c.answered.Swap(false) && c.peerClosed() {
-		return 0, &net.OpError{Op: "write", Net: "tcp", Addr: c.RemoteAddr(), Err: errPeerClosed}
+	now := time.Now()
+	quiet := now.Sub(c.lastWrite) > quietWrite
+	c.lastWrite = now
+	if (c.answered.Swap(false) || quiet) && c.peerClosed() {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Addr: c.RemoteAddr(), Err: ErrPeerClosed}
 	}
 	return c.Conn.Write(p)
 }

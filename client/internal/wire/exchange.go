@@ -70,11 +70,40 @@ type Record struct {
 	GotConn         bool // the transport took a connection for the request
 	Reused          bool // a pooled one
 	// WithSession: the request carried an Mcp-Session-Id. RPCCode is the
-	// code of the JSON-RPC error a 400 or 404 carried, if RPCError; which
-	// of them mean the session is gone is for the policy (F26).
+	// code of the JSON-RPC error an answer of 400 or more carried, if
+	// RPCError; which of them mean the session is gone is for the policy
+	// (F26).
 	WithSession bool
 	RPCError    bool
 	RPCCode     int
+	// Body is the first bytes of an answer of 400 or more, for the call's
+	// error (StatusError); EmptyBody says it had none at all.
+	Body      string
+	EmptyBody bool
+}
+
+// maxBodyInError bounds how much of an error answer's body a call's error
+// quotes: enough for a proxy's one-line reason, not its HTML page.
+const maxBodyInError = 200
+
+// StatusError is what an HTTP status answered to a request says, when it
+// is not a JSON-RPC answer: the status and the first bytes of its body.
+// It is immutable.
+type StatusError struct {
+	Status int
+	Body   string // the body's first bytes, up to 200
+	Empty  bool   // the answer had no body at all
+}
+
+func (e *StatusError) Error() string {
+	msg := "HTTP " + strconv.Itoa(e.Status)
+	if text := http.StatusText(e.Status); text != "" {
+		msg += " " + text
+	}
+	if e.Empty {
+		return msg + " with an empty body"
+	}
+	return msg + ": " + strconv.Quote(e.Body)
 }
 
 // traceKey is the key under which httptrace keeps a context's ClientTrace.
@@ -310,6 +339,9 @@ func WatchStream(ctx context.Context, w StreamWatcher) context.Context {
 // NewTracker returns a Tracker sending through next.
 func NewTracker(next http.RoundTripper) *Tracker {
 	var traced bool
+	if n, ok := next.(NoResend); ok {
+		next = n.Next
+	}
 	switch next.(type) {
 	case *http.Transport, *Renewable:
 		traced = true
@@ -368,15 +400,15 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		ex.mu.Unlock()
 		return nil, err
 	}
-	var rpcCode int
-	var rpcError bool
-	if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound {
-		rpcCode, rpcError = readRPCError(resp)
+	var head errorHead
+	if resp.StatusCode >= 400 {
+		head = readErrorHead(resp)
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	ex.rec.Status = resp.StatusCode
-	ex.rec.RPCCode, ex.rec.RPCError = rpcCode, rpcError
+	ex.rec.RPCCode, ex.rec.RPCError = head.code, head.rpcError
+	ex.rec.Body, ex.rec.EmptyBody = head.body, head.empty
 	if resp.StatusCode >= 300 {
 		// Read only off the failure path: a success needs no date parsed.
 		ex.rec.RetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -391,31 +423,40 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 // sessionHeader is Mcp-Session-Id as net/http keys it.
 var sessionHeader = http.CanonicalHeaderKey(transport.HeaderKeySessionID)
 
-// maxErrorBody bounds how much of a 400 or 404 is read to find its
-// JSON-RPC error: such answers are a line or two.
+// maxErrorBody bounds how much of an error answer is read ahead to find
+// its JSON-RPC error: such answers are a line or two.
 const maxErrorBody = 4 << 10
 
-// readRPCError reads the JSON-RPC error code of a 400 or 404 answer, if it
-// carries one, and puts back what it read for mcp-go. Only failures pay for
-// it.
-func readRPCError(resp *http.Response) (code int, ok bool) {
+// errorHead is what the start of an error answer's body says.
+type errorHead struct {
+	code     int
+	rpcError bool
+	body     string
+	empty    bool
+}
+
+// readErrorHead reads the start of an answer of 400 or more, its JSON-RPC
+// error code if it carries one, and puts back what it read for mcp-go.
+// Only failures pay for it.
+func readErrorHead(resp *http.Response) errorHead {
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	h := errorHead{body: string(head[:min(len(head), maxBodyInError)]), empty: len(head) == 0 && err == nil}
 	if err != nil {
-		return 0, false
+		return h
 	}
 	var msg struct {
 		Error *struct {
 			Code int `json:"code"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(head, &msg) != nil || msg.Error == nil {
-		return 0, false
+	if json.Unmarshal(head, &msg) == nil && msg.Error != nil {
+		h.code, h.rpcError = msg.Error.Code, true
 	}
-	return msg.Error.Code, true
+	return h
 }
 
 // guarded sends req with a guard (guard.go) on its answer, and reports

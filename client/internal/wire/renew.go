@@ -3,6 +3,7 @@ package wire
 import (
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Renewable is a net/http Transport that can be exchanged for a fresh copy
@@ -20,15 +21,35 @@ type Renewable struct {
 	// connection there, out of reach, until IdleConnTimeout). A leaf.
 	mu  sync.RWMutex
 	cur *http.Transport
+	h2c bool // cur speaks HTTP/2 over plain TCP too; set once, copied by Clone
+	// markReached: a layer of the user's is above; tell each request's
+	// exchange that net/http got it (MarkReached). Set before the first
+	// request.
+	markReached bool
 }
 
+// MarkReached has r record, in the exchange of each request that reaches
+// it, that the request reached net/http's Transport, which reports through
+// httptrace the connection it takes: the tracker above a layer of the
+// user's cannot know it (Record.Traced). Called before r's first request.
+func (r *Renewable) MarkReached() { r.markReached = true }
+
 // NewRenewable returns a Renewable that starts with t.
-func NewRenewable(t *http.Transport) *Renewable { return &Renewable{cur: t} }
+func NewRenewable(t *http.Transport) *Renewable { return &Renewable{cur: t, h2c: speaksH2C(t)} }
 
 // RoundTrip sends req on the current Transport. Only until the response's
 // headers: its body is read on the connection it came on, whatever Renew
-// does meanwhile.
+// does meanwhile. net/http gets no GetBody on a request it may send over
+// HTTP/2, so that it never sends one again by itself (resend.go).
 func (r *Renewable) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withoutResend(req, r.h2c)
+	if r.markReached {
+		if ex, ok := req.Context().Value(exchangeKey{}).(*Exchange); ok {
+			ex.mu.Lock()
+			ex.rec.Traced = true
+			ex.mu.Unlock()
+		}
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.cur.RoundTrip(req)
@@ -55,8 +76,27 @@ func (r *Renewable) Renew() bool {
 	r.cur = old.Clone()
 	r.mu.Unlock()
 	old.CloseIdleConnections()
+	// An HTTP/1 connection still in use is closed when its response ends,
+	// since the old Transport was told to close idle ones; an HTTP/2
+	// connection is not: whatever was busy at Renew stays open in the old
+	// Transport until IdleConnTimeout. And it usually is busy: the stream
+	// of the request just answered (a probe) is still being cleaned up
+	// when its caller is done, as mcp-go cancels a request's context
+	// before closing its body, and the body's Close then returns without
+	// waiting for the stream to end. So the old Transport is asked again
+	// once those streams have ended; a stream open for long (an event
+	// stream) keeps its connection until it ends and IdleConnTimeout
+	// passes, as before.
+	if old.TLSClientConfig != nil || r.h2c {
+		time.AfterFunc(retireAfter, old.CloseIdleConnections)
+	}
 	return true
 }
+
+// retireAfter is how long after Renew the old Transport's HTTP/2
+// connections are closed if idle by then: the streams that kept them busy
+// at Renew end within microseconds of it.
+const retireAfter = 100 * time.Millisecond
 
 // Transport is the current Transport.
 func (r *Renewable) Transport() *http.Transport {
