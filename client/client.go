@@ -69,6 +69,7 @@ type ResilientClient struct {
 	breaker     breaker                     // WithFailFastAfter
 	stopWaiting [2]func(pool.Waiting) error // what a call without a session asks while it waits; [1] for FailFast calls
 
+	tasks      TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
@@ -128,6 +129,10 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 
 	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
+	c.tasks = o.taskStore
+	if c.tasks == nil {
+		c.tasks = newMemoryTaskStore()
+	}
 	base := o.httpClient
 	if base == nil {
 		base = tunedHTTPClient(u)
