@@ -198,7 +198,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 	}
 	_, listed := c.taskSupport(name)
 	res, err := c.callToolPlain(ctx, req)
-	if err != nil && c.refusedForTask(ctx, name, err, listed) {
+	if (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err, listed) {
 		return c.callTask(ctx, req)
 	}
 	return res, err

@@ -166,9 +166,9 @@ func (t *taskWire) interval() *int64 {
 // taskState is a task call's task as it knows it.
 type taskState struct {
 	PendingTask
-	last   taskWire // the server's last word on it; Status "" before any
-	pause  time.Duration
-	noted  bool // input_required in 2026-07-28 was logged
+	last  taskWire // the server's last word on it; Status "" before any
+	pause time.Duration
+	noted bool // input_required in 2026-07-28 was logged
 }
 
 // callToolAsTask reports whether a tools/call goes as a task
@@ -203,12 +203,13 @@ func (c *ResilientClient) taskSupport(name string) (mcp.TaskSupport, bool) {
 	return t.Execution.TaskSupport, true
 }
 
-// refusedForTask reports whether a plain tools/call's error says that the
-// tool must be called as a task (policy.RetryAsTask), the tools having been
-// listed since to know it.
-func (c *ResilientClient) refusedForTask(ctx context.Context, name string, err error, listed bool) bool {
-	answered := !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrUnavailable) && errors.Is(err, mcp.ErrMethodNotFound)
-	if !policy.RetryAsTask(answered, mcp.METHOD_NOT_FOUND, listed) {
+// refusedForTask reports whether a plain tools/call's answer says that
+// the tool must be called as a task (policy.RetryAsTask), the tools having
+// been listed since to know it.
+func (c *ResilientClient) refusedForTask(ctx context.Context, name string, res *mcp.CallToolResult, err error, listed bool) bool {
+	methodNotFound := err != nil && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrUnavailable) && errors.Is(err, mcp.ErrMethodNotFound)
+	toolError := err == nil && res != nil && res.IsError
+	if !policy.RetryAsTask(methodNotFound, toolError, listed) {
 		return false
 	}
 	if err := c.learnTools(ctx); err != nil {

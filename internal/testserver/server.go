@@ -106,6 +106,11 @@ type Config struct {
 	// Protect does) cannot exist before Start has picked the port: Start
 	// without it, then Reconfigure with it and Restart.
 	Guard func(next http.Handler) http.Handler
+	// ServerWideTasks keeps the tasks of the task tools (research, crunch)
+	// in the Server's own store, which outlives sessions and restarts,
+	// rather than in mcp-go's (one generation, bound to the session): see
+	// tasktools.go.
+	ServerWideTasks bool
 }
 
 // errClosed is returned by Start after Close.
@@ -138,6 +143,7 @@ type Server struct {
 	faults   faults
 	counters counters
 	tasks    tasks
+	taskWork taskWork // the task tools' runs, which Close ends and waits for
 	sessions sessions
 	// token, when set, replaces Config.RequireToken at once: every token
 	// but this one is refused from now on (SetToken).
@@ -250,6 +256,7 @@ func (s *Server) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.stopLocked()
+	s.taskWork.close()
 }
 
 func (s *Server) stopLocked() {

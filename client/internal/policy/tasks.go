@@ -46,15 +46,18 @@ func CallAs(support mcp.TaskSupport, listed, asked bool) TaskCall {
 	return CallPlain
 }
 
-// RetryAsTask reports whether a plain tools/call the server refused should
-// be sent again as a task once the tools are listed: the server itself
-// answered "method not found" (answered, rpcCode: how both mcp-go and the
-// TypeScript SDK refuse a plain call of a tool whose taskSupport is
-// required; it did not run), and the client had no listing of the tools
-// when it sent it. With a listing, a tool that requires a task is called as
-// one at once (CallAs).
-func RetryAsTask(answered bool, rpcCode int, listed bool) bool {
-	return answered && !listed && rpcCode == mcp.METHOD_NOT_FOUND
+// RetryAsTask reports whether a plain tools/call should be sent again as a
+// task once the tools are listed: the client had no listing of the tools
+// when it sent it, and the server refused it as it refuses a plain call of
+// a tool whose taskSupport is required, which it never runs: mcp-go
+// answers -32601 (methodNotFound); the TypeScript SDK turns that error
+// into a tool result with isError (toolError), whose text is all that
+// would tell the two apart, so any tool error of a tool not yet listed
+// counts (one listing, once per client, decides: only a tool the listing
+// says requires a task is called again). With a listing, a tool that
+// requires a task is called as one at once (CallAs).
+func RetryAsTask(methodNotFound, toolError, listed bool) bool {
+	return !listed && (methodNotFound || toolError)
 }
 
 // Poll interval bounds. DefaultTaskPollInterval is used when the server
