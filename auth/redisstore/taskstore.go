@@ -80,5 +80,3 @@ func (s *TaskStore) List(ctx context.Context) ([]client.PendingTask, error) {
 	}
 	return out, nil
 }
-
-
