@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -164,23 +165,31 @@ func TestTaskCallSurvivesConnectionCuts(t *testing.T) {
 	}
 }
 
-// F37: the session re-initialized while the task runs (the server
-// restarted: it forgot its sessions), on a server that keeps tasks beyond
-// the session: the client polls the same id on the new session, and the
-// call returns the result; the tool ran once.
-func TestTaskCallSurvivesReinitialization(t *testing.T) {
-	r := newRig(t, testserver.Config{ServerWideTasks: true}, false)
+// F37: an outage longer than a request's timeout, then the session
+// re-initialized (the server came back without its sessions), while the
+// task runs, on a server that keeps tasks beyond the session: the requests
+// about the task that gave up during the outage are followed by asking
+// again, the client polls the same id on the new session, and the call
+// returns the result; the tool ran once.
+func TestTaskCallSurvivesOutageAndReinitialization(t *testing.T) {
+	logs := &logRecorder{}
+	r := newRig(t, testserver.Config{ServerWideTasks: true}, false,
+		client.WithCallTimeout(300*time.Millisecond), client.WithLogger(logs.logger()))
 	r.start()
 	r.listTools()
 	a := callAsync(r.ctx(), r.c, testserver.TaskToolRequired, map[string]any{"text": "reinit"})
-	pendingTask(t, r.c)
+	task := pendingTask(t, r.c)
+	r.srv.Stop()
+	eventually(t, "a request about the task to give up during the outage", func() bool {
+		return logs.has(slog.LevelInfo, "asking about the task failed; asking again", "task", task.ID)
+	})
 	polls := r.srv.RPCs("tasks/get")
-	if err := r.srv.Restart(); err != nil {
+	if err := r.srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	a.wait(t)
 	if a.err != nil || a.res != "research done reinit" {
-		t.Fatalf("CallTool across a re-initialization = %q, %v", a.res, a.err)
+		t.Fatalf("CallTool across an outage and a re-initialization = %q, %v", a.res, a.err)
 	}
 	if n := r.srv.ToolRuns(testserver.TaskToolRequired); n != 1 {
 		t.Errorf("the tool ran %d times, want 1", n)
@@ -192,7 +201,7 @@ func TestTaskCallSurvivesReinitialization(t *testing.T) {
 		t.Errorf("Stats = %+v: the session was not re-initialized", st)
 	}
 	if r.srv.RPCs("tasks/get") <= polls {
-		t.Errorf("no tasks/get after the restart")
+		t.Errorf("no tasks/get after the outage")
 	}
 }
 

@@ -532,9 +532,9 @@ func (c *ResilientClient) askTask(ctx context.Context, method mcp.MCPMethod, id 
 func (c *ResilientClient) afterTaskRequest(ctx context.Context, t *taskState, pc *progressCall, err error) (*mcp.CallToolResult, error, bool) {
 	var rpc *rpcError
 	answered := errors.As(err, &rpc) && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrUnavailable)
-	code := 0
+	code, cause := 0, err
 	if answered {
-		code = rpc.code
+		code, cause = rpc.code, rpc.err
 	}
 	switch policy.AfterTaskRequest(answered, code, ctx.Err() != nil || c.closed.Load()) {
 	case policy.TaskCallerGone:
@@ -544,9 +544,9 @@ func (c *ResilientClient) afterTaskRequest(ctx context.Context, t *taskState, pc
 		return nil, c.taskAbandoned(ctx, t, pc), true
 	case policy.TaskLost:
 		c.log.Warn("the server no longer knows the task; its outcome is unknown", "task", t.ID, "tool", t.Tool, "err", describe(err))
-		return c.taskDelivered(t, nil, &TaskLostError{TaskID: t.ID, Tool: t.Tool, Err: rpc.err})
+		return c.taskDelivered(t, nil, &TaskLostError{TaskID: t.ID, Tool: t.Tool, Err: cause})
 	case policy.TaskAnswered:
-		return c.taskDelivered(t, nil, rpc.err)
+		return c.taskDelivered(t, nil, cause)
 	}
 	c.log.Info("asking about the task failed; asking again", "task", t.ID, "err", describe(err), "pause", t.pause)
 	return nil, nil, false
