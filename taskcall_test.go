@@ -165,6 +165,28 @@ func TestTaskCallSurvivesConnectionCuts(t *testing.T) {
 	}
 }
 
+// F37's one window: the answer to the creating tools/call itself lost
+// (the connection reset once the server answered). No task id came back,
+// so the rules for unsafe calls apply, as for any call: ErrOutcomeUnknown,
+// and the call is not sent again.
+func TestTaskCreationAnswerLost(t *testing.T) {
+	r := newRig(t, testserver.Config{}, true)
+	r.start()
+	r.listTools()
+	r.proxy.ResetAfterRequest(1)
+	_, err := callTool(r.ctx(), r.c, testserver.TaskToolRequired, map[string]any{"ms": 100})
+	if !errors.Is(err, client.ErrOutcomeUnknown) || errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("CallTool whose creating answer was lost = %v, want ErrOutcomeUnknown", err)
+	}
+	if n := r.srv.RPCs("tools/call"); n != 1 {
+		t.Errorf("%d tools/call, want 1: the call was sent again", n)
+	}
+	eventually(t, "the task to run", func() bool { return r.srv.ToolRuns(testserver.TaskToolRequired) == 1 })
+	if p, err := r.c.PendingTasks(context.Background()); err != nil || len(p) != 0 {
+		t.Errorf("PendingTasks = %v, %v: no id came back to keep", p, err)
+	}
+}
+
 // F37: an outage longer than a request's timeout, then the session
 // re-initialized (the server came back without its sessions), while the
 // task runs, on a server that keeps tasks beyond the session: the requests
