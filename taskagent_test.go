@@ -79,7 +79,7 @@ func TestTaskAgentRestarted(t *testing.T) {
 }
 
 func agentRestarted(t *testing.T, where string) {
-	srv, err := testserver.Start(testserver.Config{ServerWideTasks: true})
+	srv, err := testserver.Start(testserver.Config{TaskTools: true, ServerWideTasks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

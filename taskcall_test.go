@@ -25,7 +25,7 @@ import (
 // WithTaskCalls). Each ran once.
 func TestTaskToolPlainCallTool(t *testing.T) {
 	bothWays(t, func(t *testing.T, listFirst bool) {
-		r := newRig(t, testserver.Config{}, false)
+		r := newRig(t, testserver.Config{TaskTools: true}, false)
 		r.start()
 		if listFirst {
 			r.listTools()
@@ -67,7 +67,7 @@ func TestTaskToolPlainCallTool(t *testing.T) {
 // WithTaskCalls makes every call of a tool that offers a task one; without
 // it (and without AsTask) such a tool is called plainly.
 func TestWithTaskCalls(t *testing.T) {
-	r := newRig(t, testserver.Config{}, false, client.WithTaskCalls())
+	r := newRig(t, testserver.Config{TaskTools: true}, false, client.WithTaskCalls())
 	r.start()
 	if got, err := callTool(r.ctx(), r.c, testserver.TaskToolOptional, map[string]any{"ms": 10, "text": "b"}); err != nil || got != "crunch done b" {
 		t.Fatalf("CallTool(crunch) = %q, %v", got, err)
@@ -76,7 +76,7 @@ func TestWithTaskCalls(t *testing.T) {
 		t.Errorf("WithTaskCalls: crunch was not called as a task")
 	}
 
-	plain := newRig(t, testserver.Config{}, false)
+	plain := newRig(t, testserver.Config{TaskTools: true}, false)
 	plain.start()
 	if got, err := callTool(plain.ctx(), plain.c, testserver.TaskToolOptional, map[string]any{"ms": 10, "text": "c"}); err != nil || got != "crunch done c" {
 		t.Fatalf("CallTool(crunch) = %q, %v", got, err)
@@ -131,7 +131,7 @@ func pendingTask(t *testing.T, c *client.ResilientClient) client.PendingTask {
 // on the same session; the call returns the result, and the tool ran once
 // (the call was never sent again).
 func TestTaskCallSurvivesConnectionCuts(t *testing.T) {
-	r := newRig(t, testserver.Config{}, true)
+	r := newRig(t, testserver.Config{TaskTools: true}, true)
 	r.start()
 	r.listTools()
 	a := callAsync(r.ctx(), r.c, testserver.TaskToolRequired, map[string]any{"text": "cut"})
@@ -170,7 +170,7 @@ func TestTaskCallSurvivesConnectionCuts(t *testing.T) {
 // so the rules for unsafe calls apply, as for any call: ErrOutcomeUnknown,
 // and the call is not sent again.
 func TestTaskCreationAnswerLost(t *testing.T) {
-	r := newRig(t, testserver.Config{}, true)
+	r := newRig(t, testserver.Config{TaskTools: true}, true)
 	r.start()
 	r.listTools()
 	r.proxy.ResetAfterRequest(1)
@@ -195,7 +195,7 @@ func TestTaskCreationAnswerLost(t *testing.T) {
 // returns the result; the tool ran once.
 func TestTaskCallSurvivesOutageAndReinitialization(t *testing.T) {
 	logs := &logRecorder{}
-	r := newRig(t, testserver.Config{ServerWideTasks: true}, false,
+	r := newRig(t, testserver.Config{TaskTools: true, ServerWideTasks: true}, false,
 		client.WithCallTimeout(300*time.Millisecond), client.WithLogger(logs.logger()))
 	r.start()
 	r.listTools()
@@ -231,7 +231,7 @@ func TestTaskCallSurvivesOutageAndReinitialization(t *testing.T) {
 // tasks/cancel, the task ends cancelled, and its id leaves the store once
 // the cancel is answered. The caller's error says the tool may have run.
 func TestTaskCallCancelled(t *testing.T) {
-	r := newRig(t, testserver.Config{}, false)
+	r := newRig(t, testserver.Config{TaskTools: true}, false)
 	r.start()
 	r.listTools()
 	ctx, cancel := context.WithCancel(r.ctx())
@@ -257,7 +257,7 @@ func TestTaskCallCancelled(t *testing.T) {
 // with *TaskLostError naming the task (outcome unknown, not unavailable),
 // well within its deadline, and the call is not sent again.
 func TestTaskLostAfterServerRestart(t *testing.T) {
-	r := newRig(t, testserver.Config{}, false)
+	r := newRig(t, testserver.Config{TaskTools: true}, false)
 	r.start()
 	r.listTools()
 	const deadline = time.Minute
@@ -339,7 +339,7 @@ func (rw *recordWire) records() []wireRecord {
 // in tasks/get.
 func TestTaskCall20260728Wire(t *testing.T) {
 	rw := &recordWire{}
-	r := newRig(t, testserver.Config{Era: testserver.StatelessEra, ServerWideTasks: true, Guard: rw.guard}, false)
+	r := newRig(t, testserver.Config{Era: testserver.StatelessEra, TaskTools: true, ServerWideTasks: true, Guard: rw.guard}, false)
 	r.start()
 	r.listTools()
 	got, err := callTool(r.ctx(), r.c, testserver.TaskToolRequired, map[string]any{"ms": 1500, "text": "wire"})

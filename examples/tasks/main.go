@@ -55,7 +55,7 @@ func main() {
 // supervise serves the MCP server, runs the agent, kills it mid-task, runs
 // it again, and checks that the tool ran once and the task was collected.
 func supervise() error {
-	srv, err := testserver.Start(testserver.Config{ServerWideTasks: true})
+	srv, err := testserver.Start(testserver.Config{TaskTools: true, ServerWideTasks: true})
 	if err != nil {
 		return err
 	}

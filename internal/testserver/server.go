@@ -106,10 +106,13 @@ type Config struct {
 	// Protect does) cannot exist before Start has picked the port: Start
 	// without it, then Reconfigure with it and Restart.
 	Guard func(next http.Handler) http.Handler
-	// ServerWideTasks keeps the tasks of the task tools (research, crunch)
-	// in the Server's own store, which outlives sessions and restarts,
-	// rather than in mcp-go's (one generation, bound to the session): see
+	// TaskTools registers the task tools research (taskSupport required)
+	// and crunch (optional), and mcp-go's tasks capability: see
 	// tasktools.go.
+	TaskTools bool
+	// ServerWideTasks (with TaskTools) keeps the tasks of the task tools
+	// in the Server's own store, which outlives sessions and restarts,
+	// rather than in mcp-go's (one generation, bound to the session).
 	ServerWideTasks bool
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// Task tools. research has execution.taskSupport "required" (registered
+// Task tools (Config.TaskTools). research has execution.taskSupport "required" (registered
 // with mcp-go's AddTaskTool: a plain call of it is refused with -32601),
 // crunch "optional" (an ordinary tool that may be called as a task). Both
 // run for "ms" milliseconds (default TaskToolDuration), count their runs

@@ -347,7 +347,6 @@ func TestToolAnnotations(t *testing.T) {
 	check(map[string]hints{
 		"echo": {true, true}, "add": {false, true}, "increment": {false, false}, "slow": {false, false}, "ask": {false, false},
 		"profile": {false, false}, "progress": {false, false}, "progressRead": {true, true}, "work": {false, false},
-		"research": {false, false}, "crunch": {false, false},
 	})
 	s.Reconfigure(Config{Era: SessionEra, Tools: ToolsChanged})
 	if err := s.Restart(); err != nil {
@@ -357,7 +356,6 @@ func TestToolAnnotations(t *testing.T) {
 		"echo": {true, true}, "add": {false, false}, "increment": {true, false}, "slow": {false, false},
 		"multiply": {true, true}, "ask": {false, false}, "profile": {false, false},
 		"progress": {false, false}, "progressRead": {true, true}, "work": {false, false},
-		"research": {false, false}, "crunch": {false, false},
 	})
 	c := connect(t, s.URL())
 	mustCall(t, c, "multiply", map[string]any{"a": 3, "b": 2.5}, "7.5")
