@@ -336,7 +336,8 @@ func TestCallOptionsCompose(t *testing.T) {
 	r := newRig(t, testserver.Config{Era: testserver.SessionEra}, false)
 	r.start()
 	ctx := client.WithCallOptions(r.ctx(), client.NeverRepeat())
-	ctx = client.WithCallOptions(context.WithValue(ctx, struct{}{}, 1), client.SafeToRepeat())
+	type unrelated struct{}
+	ctx = client.WithCallOptions(context.WithValue(ctx, unrelated{}, 1), client.SafeToRepeat())
 	r.srv.FailPOSTs(1, 0, "", true, "tools/call")
 	if _, err := callTool(ctx, r.c, "increment", nil); err != nil {
 		t.Fatalf("the last option, SafeToRepeat, should win: %v", err)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/resilientmcp/resilientmcp/internal/atomicfile"
 )
 
 // FileStore keeps each grant in a file of one directory, shared by every
@@ -99,28 +101,8 @@ func (s *FileStore) write(ctx context.Context, key Key, g Grant) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.dir, key.ID()+".*.tmp") // 0600
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a failure; gone already after the rename
-	_, err = f.Write(raw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.path(key, ".json"))
-	}
-	if err != nil {
+	if err := atomicfile.Write(s.dir, key.ID()+".json", raw); err != nil {
 		return fmt.Errorf("%w: writing the grant: %w", ErrStoreUnavailable, err)
-	}
-	if d, err := os.Open(s.dir); err == nil {
-		_ = d.Sync() // the rename itself survives a crash
-		d.Close()
 	}
 	return nil
 }

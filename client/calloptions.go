@@ -31,7 +31,13 @@ type callOptions struct {
 	onProgress      func(mcp.ProgressNotification)
 	repeat          policy.Repeat
 	failFast        bool
+	asTask          bool  // AsTask
 	invalid         error // the first invalid option: every call made with it fails with it
+	// ofTask: a request a task call makes on its behalf (the creating
+	// tools/call, tasks/get, tasks/result, tasks/cancel). The task call
+	// follows its progress as a whole (taskcall.go), so such a request is
+	// not governed on its own.
+	ofTask bool
 }
 
 type callOptionsKey struct{}
@@ -128,6 +134,25 @@ func NeverRepeat() CallOption {
 // within the deadline, through a restart.
 func FailFast() CallOption {
 	return callOptionFunc(func(o *callOptions) { o.failFast = true })
+}
+
+// AsTask says that a tools/call of a tool whose execution.taskSupport is
+// "optional" is made as a task (a tool whose taskSupport is "required" is
+// made as one whatever the options say): the server answers at once with a
+// task id, and the client polls the task (tasks/get, at the interval the
+// server suggests, else DefaultTaskPollInterval) and returns the tool's
+// result (tasks/result) as CallTool always does. Once the server has
+// answered with the id, a cut connection, a new session or an outage is
+// followed by asking about the same id again, never by sending the call
+// again; the id is kept in the client's TaskStore until the result is
+// delivered (WithTaskStore). Cancelling ctx cancels the task (tasks/cancel).
+// A server that no longer knows the task ends the call with *TaskLostError.
+// Options that govern other calls apply to a task call as a whole:
+// OnProgress has the task's progress, and the call is bounded by its
+// context's deadline, else by WithMaxCallDuration (WithCallTimeout bounds
+// each of its requests instead). Other methods ignore AsTask.
+func AsTask() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.asTask = true })
 }
 
 func (o *callOptions) invalidf(format string, args ...any) {

@@ -71,6 +71,7 @@ type ResilientClient struct {
 	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
+	tasks      TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
 	tools      toolCache      // the server's tools, for the replay decision
 	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
@@ -133,6 +134,10 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 
 	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
+	c.tasks = o.taskStore
+	if c.tasks == nil {
+		c.tasks = newMemoryTaskStore()
+	}
 	base := o.httpClient
 	if base == nil {
 		base, c.ownTransport = tunedHTTPClient(u, o.tlsConfig)

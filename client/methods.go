@@ -188,7 +188,24 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 // tool is safe to repeat, judged by the annotations the server lists for it
 // (the client lists the tools itself when it needs to, once for every
 // goroutine); otherwise the error wraps ErrOutcomeUnknown.
+//
+// A tool whose execution.taskSupport is "required", or "optional" with
+// AsTask or WithTaskCalls, is called as a task: see AsTask.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	if c.callToolAsTask(ctx, name) {
+		return c.callTask(ctx, req)
+	}
+	_, listed := c.taskSupport(name)
+	res, err := c.callToolPlain(ctx, req)
+	if (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err, listed) {
+		return c.callTask(ctx, req)
+	}
+	return res, err
+}
+
+// callToolPlain is a tools/call as mcp-go makes it.
+func (c *ResilientClient) callToolPlain(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return call(ctx, c, mcp.MethodToolsCall, req.Params.Name, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
 		if p := progressOf(ctx); p != nil {
 			req.Params.Meta = p.withToken(req.Params.Meta)

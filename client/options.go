@@ -59,7 +59,9 @@ type options struct {
 	logger           *slog.Logger
 	maxResponseBytes int64
 	keepIdleConn     bool
-	noCookies        bool // WithCookies(false)
+	noCookies        bool      // WithCookies(false)
+	taskCalls        bool      // WithTaskCalls
+	taskStore        TaskStore // WithTaskStore; nil: one in memory
 	invalid          []error
 	// frozenProber keeps the background prober from running, as in a
 	// process frozen between requests (serverless); tests set it.
@@ -211,6 +213,30 @@ func WithMaxCallDuration(d time.Duration) Option {
 			o.invalidf("WithMaxCallDuration(%v): the bound must be positive", d)
 		}
 		o.maxCallDuration = d
+	})
+}
+
+// WithTaskCalls makes every tools/call of a tool that offers to run as a
+// task (execution.taskSupport "optional") a task, as AsTask does for one
+// call. Default off: such tools are called plainly, and only tools whose
+// taskSupport is "required" are called as tasks.
+func WithTaskCalls() Option {
+	return optionFunc(func(o *options) { o.taskCalls = true })
+}
+
+// WithTaskStore is where the ids of the tasks the client's calls created
+// are kept until their results are delivered: an agent restarted finds
+// them with PendingTasks and collects their results with ResumeTask.
+// Default: in memory, forgotten at exit. NewFileTaskStore keeps them in a
+// directory (one machine), and auth/redisstore's NewTaskStore in Redis
+// (every replica).
+func WithTaskStore(s TaskStore) Option {
+	return optionFunc(func(o *options) {
+		if s == nil {
+			o.invalidf("WithTaskStore(nil)")
+			return
+		}
+		o.taskStore = s
 	})
 }
 

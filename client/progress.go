@@ -75,6 +75,11 @@ func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.C
 	idle := c.opts.progressTimeout
 	var onProgress func(mcp.ProgressNotification)
 	if o != nil {
+		if o.ofTask {
+			// The task call governs its requests as a whole.
+			ctx, cancel := c.callContext(ctx)
+			return ctx, nil, cancel
+		}
 		if o.progressTimeout > 0 {
 			idle = o.progressTimeout
 		}

@@ -129,6 +129,9 @@ func (inst *instance) backend(w http.ResponseWriter, r *http.Request) {
 	if inst.cfg.NoHandshake && r.Method == http.MethodPost && inst.refuseInitialize(w, r) {
 		return
 	}
+	if r.Method == http.MethodPost && inst.cfg.TaskTools && inst.cfg.ServerWideTasks && inst.serveTaskCall(w, r) {
+		return
+	}
 	if r.Method == http.MethodPost && inst.serveTask(w, r) {
 		return
 	}

@@ -23,6 +23,9 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 		server.WithLogging(),
 		server.WithHooks(subs.hooks()),
 	}
+	if cfg.TaskTools {
+		opts = append(opts, server.WithTaskCapabilities(true, true, true))
+	}
 	if cfg.PageSize > 0 {
 		opts = append(opts, server.WithPaginationLimit(cfg.PageSize))
 	}
@@ -31,6 +34,9 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 		m.AddTool(t.Tool, t.Handler)
 	}
 	addPromptsAndTemplates(m)
+	if cfg.TaskTools {
+		addTaskTools(s, m)
+	}
 	m.AddTool(profileTool())
 	m.AddTool(mcp.NewTool("ask", append(hints(false, false),
 		mcp.WithDescription("Asks the client's model (a server-initiated sampling request) and returns its answer."),

@@ -115,6 +115,14 @@ type Config struct {
 	// HTTP/2 to a client that offers it by ALPN; URL then says https. It
 	// is read by every Start, so a restart serves TLS too.
 	TLS *tls.Config
+	// TaskTools registers the task tools research (taskSupport required)
+	// and crunch (optional), and mcp-go's tasks capability: see
+	// tasktools.go.
+	TaskTools bool
+	// ServerWideTasks (with TaskTools) keeps the tasks of the task tools
+	// in the Server's own store, which outlives sessions and restarts,
+	// rather than in mcp-go's (one generation, bound to the session).
+	ServerWideTasks bool
 }
 
 // errClosed is returned by Start after Close.
@@ -147,6 +155,7 @@ type Server struct {
 	faults   faults
 	counters counters
 	tasks    tasks
+	taskWork taskWork // the task tools' runs, which Close ends and waits for
 	sessions sessions
 	// token, when set, replaces Config.RequireToken at once: every token
 	// but this one is refused from now on (SetToken).
@@ -298,6 +307,7 @@ func (s *Server) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.stopLocked()
+	s.taskWork.close()
 }
 
 func (s *Server) stopLocked() {

@@ -39,11 +39,12 @@ func (s *Server) StartTask(id string, pollInterval time.Duration) {
 	s.tasks.byID[id] = &taskEntry{task: mcp.NewTask(id, mcp.WithTaskPollInterval(pollInterval.Milliseconds()))}
 }
 
-// FinishTask completes a task with a text result.
+// FinishTask completes a task with a text result, unless it ended
+// already (cancelled).
 func (s *Server) FinishTask(id, result string) {
 	s.tasks.mu.Lock()
 	defer s.tasks.mu.Unlock()
-	if e := s.tasks.byID[id]; e != nil {
+	if e := s.tasks.byID[id]; e != nil && !e.task.Status.IsTerminal() {
 		e.task.Status = mcp.TaskStatusCompleted
 		e.task.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339)
 		e.result = result
@@ -62,7 +63,9 @@ func (s *Server) TaskStatus(id string) mcp.TaskStatus {
 
 // serveTask answers a tasks/* request from the store and reports whether it
 // did. A request on a session this generation did not open is left to
-// mcp-go, which answers it as a restarted server does (404).
+// mcp-go, which answers it as a restarted server does (404); so is one
+// about a task the store does not have (mcp-go's own tasks). In
+// 2026-07-28 tasks/get answers as the tasks extension does (SEP-2663).
 func (inst *instance) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -89,6 +92,11 @@ func (inst *instance) serveTask(w http.ResponseWriter, r *http.Request) bool {
 	var result any
 	var rpcErr string
 	e := store.byID[req.Params.TaskID]
+	if e == nil && (mcp.MCPMethod(req.Method) != mcp.MethodTasksList || len(store.byID) == 0) {
+		// Not one of the store's: mcp-go's own, or nobody's.
+		store.mu.Unlock()
+		return false
+	}
 	switch mcp.MCPMethod(req.Method) {
 	case mcp.MethodTasksList:
 		list := mcp.ListTasksResult{Tasks: []mcp.Task{}}
@@ -98,7 +106,11 @@ func (inst *instance) serveTask(w http.ResponseWriter, r *http.Request) bool {
 		slices.SortFunc(list.Tasks, func(a, b mcp.Task) int { return cmpString(a.TaskId, b.TaskId) })
 		result = list
 	case mcp.MethodTasksGet:
-		if e != nil {
+		switch {
+		case e == nil:
+		case inst.cfg.Era == StatelessEra:
+			result = sep2663Task(e.task, "complete", e.result)
+		default:
 			result = mcp.GetTaskResult{Task: e.task}
 		}
 	case mcp.MethodTasksCancel:
