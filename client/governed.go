@@ -54,7 +54,7 @@ func (c *ResilientClient) noteOutcome(v policy.Verdict) {
 		if !c.anyReady() {
 			c.outage().failed(time.Now())
 		}
-	case v.Class == policy.ServerError, v.Class == policy.AuthRequired, v.Class == policy.Expired, v.Busy:
+	case v.Class == policy.ServerError, v.Class == policy.AuthRequired, v.Class == policy.Expired, v.Class == policy.Rejected, v.Busy:
 		c.brk.Load().reached()
 	}
 }

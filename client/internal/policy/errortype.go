@@ -24,7 +24,7 @@ const (
 	TypeUnauthorized      = "unauthorized"       // AuthRequired
 	TypeInsufficientScope = "insufficient_scope" // AuthRequired: 403 insufficient_scope
 	TypeSessionExpired    = "session_expired"    // Expired
-	TypeServerError       = "server_error"       // ServerError, without a JSON-RPC code mcp-go kept
+	TypeServerError       = "server_error"       // ServerError without a JSON-RPC code mcp-go kept, Rejected
 	TypeServerBusy        = "server_busy"        // NotSent: 429, 503
 	TypeConnectionError   = "connection_error"   // NotSent, OutcomeUnknown: the connection (or a proxy's) failed
 	TypeBrokenAnswer      = "broken_answer"      // Broken: a 500, an answer that is not MCP
@@ -63,6 +63,8 @@ func ErrorType(v Verdict, err, ctxErr error) (errorType string, rpcCode int) {
 			return strconv.Itoa(code), code
 		}
 		return TypeServerError, 0
+	case Rejected:
+		return TypeServerError, 0 // refused by the server or a proxy, with no JSON-RPC error
 	case NotSent:
 		if v.Busy {
 			return TypeServerBusy, 0

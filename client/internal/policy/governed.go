@@ -35,12 +35,13 @@ func SafeToRepeat(r Repeat, byNature func() bool) bool {
 
 // Outage reports whether a failed attempt counts towards the circuit
 // breaker (WithFailFastAfter): the server could not be reached, or failed
-// as a whole (a transport failure, a 5xx). A tool's isError, a JSON-RPC
-// error, a 4xx (a 429 too) and a stale session's 404 all prove the server
-// is there; a caller's deadline proves nothing.
+// as a whole (a transport failure, a 5xx that may have run it). A tool's
+// isError, a JSON-RPC error, a 4xx (a 429 too), a refusal (501, 505) and a
+// stale session's 404 all prove the server is there; a caller's deadline
+// proves nothing.
 func (v Verdict) Outage() bool {
 	switch v.Class {
-	case Caller, ServerError, AuthRequired, Expired:
+	case Caller, ServerError, AuthRequired, Expired, Rejected:
 		return false
 	case NotSent:
 		if v.Busy {
