@@ -2,7 +2,6 @@ package resilientmcp_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/lb"
+	"github.com/resilientmcp/resilientmcp/internal/testcert"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
@@ -88,7 +88,7 @@ func startReplicas(t *testing.T, n int, stateless bool, markers string) []*lb.Re
 
 // lbRig is HAProxy in front of 3 replica processes.
 type lbRig struct {
-	ca       *lb.CA
+	ca       *testcert.CA
 	proxy    *lb.HAProxy
 	replicas []*lb.Replica
 	markers  string // where the replicas write their tool executions
@@ -98,7 +98,11 @@ func startLB(t *testing.T, affinity lb.Affinity, stateless bool) *lbRig {
 	t.Helper()
 	needHAProxy(t)
 	dir := t.TempDir()
-	ca, err := lb.NewCA(dir)
+	ca, err := testcert.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemFile, err := ca.WritePEM(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +112,7 @@ func startLB(t *testing.T, affinity lb.Affinity, stateless bool) *lbRig {
 	for i, rep := range r.replicas {
 		servers[i] = rep.Server
 	}
-	if r.proxy, err = lb.Start(dir, ca, affinity, servers); err != nil {
+	if r.proxy, err = lb.Start(dir, pemFile, affinity, servers); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.proxy.Stop)
@@ -149,7 +153,7 @@ func (w *wireCount) RoundTrip(req *http.Request) (*http.Response, error) {
 // raw mcp-go's.
 func (r *lbRig) httpClient(t *testing.T) (*http.Client, *wireCount) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: r.ca.Pool}
+	tr.TLSClientConfig = r.ca.ClientConfig()
 	tr.ForceAttemptHTTP2 = true
 	tr.MaxIdleConnsPerHost = 64
 	t.Cleanup(tr.CloseIdleConnections)
@@ -164,7 +168,7 @@ func (r *lbRig) httpClient(t *testing.T) (*http.Client, *wireCount) {
 func (r *lbRig) clientOptions() ([]client.Option, *wireCount) {
 	wc := &wireCount{}
 	return []client.Option{
-		client.WithTLSConfig(&tls.Config{RootCAs: r.ca.Pool}),
+		client.WithTLSConfig(r.ca.ClientConfig()),
 		client.WithTransportWrapper(func(next http.RoundTripper) http.RoundTripper {
 			wc.next = next
 			return wc

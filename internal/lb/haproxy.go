@@ -1,3 +1,11 @@
+// Package lb is the load-balancer rig of the end-to-end tests: a real
+// HAProxy, started by PID with a generated configuration, terminating TLS
+// with a throwaway CA's certificate (internal/testcert; ALPN h2,http/1.1)
+// in front of replicas of the test server, each a process of its own (the
+// test binary run again), which can be restarted with SIGTERM and a drain,
+// or killed with SIGKILL.
+//
+// It imports nothing of the client: the tests bring the client.
 package lb
 
 import (
@@ -103,9 +111,10 @@ type HAProxy struct {
 }
 
 // Start writes a configuration for servers with affinity into dir and
-// starts haproxy on a free 127.0.0.1 port, TLS with ca's certificate. It
+// starts haproxy on a free 127.0.0.1 port, TLS with the certificate,
+// chain and key in pemFile (testcert.CA.WritePEM). It
 // returns once every server passed its health checks, or an error.
-func Start(dir string, ca *CA, affinity Affinity, servers []Server) (*HAProxy, error) {
+func Start(dir, pemFile string, affinity Affinity, servers []Server) (*HAProxy, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -119,7 +128,7 @@ func Start(dir string, ca *CA, affinity Affinity, servers []Server) (*HAProxy, e
 	h := &HAProxy{port: port, socket: filepath.Join(sockDir, "admin.sock"), dir: sockDir, done: make(chan struct{})}
 	var cfg strings.Builder
 	err = configTemplate.Execute(&cfg, map[string]any{
-		"Socket": h.socket, "Port": port, "PEM": ca.PEMFile, "Health": HealthPath,
+		"Socket": h.socket, "Port": port, "PEM": pemFile, "Health": HealthPath,
 		"Inter": checkInterval.String(), "Fall": checkFall,
 		"Affinity": affinity.String(), "Servers": servers,
 	})

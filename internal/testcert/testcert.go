@@ -10,8 +10,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -21,6 +25,7 @@ import (
 type CA struct {
 	pool *x509.CertPool
 	leaf tls.Certificate
+	der  []byte // the CA's own certificate
 }
 
 // New makes a CA valid for a day and its server certificate.
@@ -67,7 +72,7 @@ func New() (*CA, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
-	return &CA{pool: pool, leaf: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}, nil
+	return &CA{pool: pool, leaf: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, der: caDER}, nil
 }
 
 // ServerConfig is a TLS config serving the certificate, offering h2 and
@@ -81,3 +86,26 @@ func (ca *CA) ClientConfig() *tls.Config { return &tls.Config{RootCAs: ca.pool} 
 
 // Pool is the CA as a certificate pool.
 func (ca *CA) Pool() *x509.CertPool { return ca.pool }
+
+// WritePEM writes the server certificate, the CA's certificate and the
+// server's key into one PEM file in dir (0600), as HAProxy's "crt" takes
+// them, and returns its path.
+func (ca *CA) WritePEM(dir string) (string, error) {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(ca.leaf.PrivateKey)
+	if err != nil {
+		return "", err
+	}
+	var out []byte
+	for _, b := range []*pem.Block{
+		{Type: "CERTIFICATE", Bytes: ca.leaf.Certificate[0]},
+		{Type: "CERTIFICATE", Bytes: ca.der},
+		{Type: "PRIVATE KEY", Bytes: keyDER},
+	} {
+		out = append(out, pem.EncodeToMemory(b)...)
+	}
+	file := filepath.Join(dir, "server.pem")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		return "", fmt.Errorf("testcert: %w", err)
+	}
+	return file, nil
+}
