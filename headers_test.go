@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,48 +16,69 @@ import (
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
-// sentRequest is what a middleware in front of the server saw of a POST.
+// sentRequest is what a middleware in front of the server saw of a POSTed
+// JSON-RPC message.
 type sentRequest struct {
-	method, name   string // the JSON-RPC method, and the name SEP-2243 routes on
+	method         string
+	id             json.RawMessage // nil for a notification
+	params         map[string]json.RawMessage
 	hMethod, hName string // the Mcp-Method and Mcp-Name headers
 	hasName        bool
 }
 
-// headerRecorder is a middleware that records every POSTed request.
-type headerRecorder struct {
+// routedName is the name SEP-2243 routes a request on: the tool of a
+// tools/call, the prompt of a prompts/get, the URI of a resources/read; ""
+// for other methods.
+func (s sentRequest) routedName() string {
+	var field string
+	switch s.method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	default:
+		return ""
+	}
+	var name string
+	_ = json.Unmarshal(s.params[field], &name)
+	return name
+}
+
+// wireRecorder is a testserver Guard that records every JSON-RPC message
+// POSTed to the server, with the headers load balancers route on.
+type wireRecorder struct {
 	mu   sync.Mutex
 	seen []sentRequest
 }
 
-func (h *headerRecorder) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (w *wireRecorder) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					Name string `json:"name"`
-					URI  string `json:"uri"`
-				} `json:"params"`
+				ID     json.RawMessage            `json:"id"`
+				Method string                     `json:"method"`
+				Params map[string]json.RawMessage `json:"params"`
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method != "" && len(msg.ID) > 0 {
-				s := sentRequest{method: msg.Method, hMethod: r.Header.Get(mcp.HeaderMethod), hName: r.Header.Get(mcp.HeaderName)}
+			if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
+				s := sentRequest{method: msg.Method, id: msg.ID, params: msg.Params,
+					hMethod: r.Header.Get(mcp.HeaderMethod), hName: r.Header.Get(mcp.HeaderName)}
 				_, s.hasName = r.Header[http.CanonicalHeaderKey(mcp.HeaderName)]
-				switch msg.Method {
-				case "tools/call", "prompts/get":
-					s.name = msg.Params.Name
-				case "resources/read":
-					s.name = msg.Params.URI
-				}
-				h.mu.Lock()
-				h.seen = append(h.seen, s)
-				h.mu.Unlock()
+				w.mu.Lock()
+				w.seen = append(w.seen, s)
+				w.mu.Unlock()
 			}
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(rw, r)
 	})
+}
+
+// records is what the recorder saw so far, in order.
+func (w *wireRecorder) records() []sentRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen)
 }
 
 // 2026-07-28 (SEP-2243): every request carries Mcp-Method, and tools/call,
@@ -65,7 +87,7 @@ func (h *headerRecorder) guard(next http.Handler) http.Handler {
 // every kind, the client's own handshake and keepalive probes, and the
 // tools/list it sends to decide whether a call may be replayed.
 func TestStandardHeadersOnEveryRequest(t *testing.T) {
-	rec := &headerRecorder{}
+	rec := &wireRecorder{}
 	r := newRig(t, testserver.Config{Era: testserver.StatelessEra, Guard: rec.guard}, false, client.WithKeepAlive(30*time.Millisecond))
 	r.start()
 	ctx := r.ctx()
@@ -101,18 +123,20 @@ func TestStandardHeadersOnEveryRequest(t *testing.T) {
 	probes := r.c.Stats().Probes
 	eventually(t, "a keepalive probe", func() bool { return r.c.Stats().Probes > probes })
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	kinds := map[string]int{}
-	for _, s := range rec.seen {
+	for _, s := range rec.records() {
+		if len(s.id) == 0 {
+			continue // a notification
+		}
 		kinds[s.method]++
 		if s.hMethod != s.method {
 			t.Errorf("%s sent with Mcp-Method %q", s.method, s.hMethod)
 		}
-		if s.name != "" && s.hName != s.name {
-			t.Errorf("%s of %q sent with Mcp-Name %q", s.method, s.name, s.hName)
+		name := s.routedName()
+		if name != "" && s.hName != name {
+			t.Errorf("%s of %q sent with Mcp-Name %q", s.method, name, s.hName)
 		}
-		if s.name == "" && s.hasName {
+		if name == "" && s.hasName {
 			t.Errorf("%s sent with Mcp-Name %q", s.method, s.hName)
 		}
 	}

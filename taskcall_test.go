@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -294,51 +291,13 @@ func TestTaskLostAfterServerRestart(t *testing.T) {
 	}
 }
 
-// wireRecord is what a Guard saw of one POST.
-type wireRecord struct {
-	method, mcpName, mcpMethod string
-	params                     map[string]json.RawMessage
-}
-
-// recordWire is a testserver Guard that keeps every JSON-RPC request's
-// method, Mcp-Name and Mcp-Method headers and params.
-type recordWire struct {
-	mu   sync.Mutex
-	seen []wireRecord
-}
-
-func (rw *recordWire) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				Method string                     `json:"method"`
-				Params map[string]json.RawMessage `json:"params"`
-			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
-				rw.mu.Lock()
-				rw.seen = append(rw.seen, wireRecord{msg.Method, r.Header.Get("Mcp-Name"), r.Header.Get("Mcp-Method"), msg.Params})
-				rw.mu.Unlock()
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (rw *recordWire) records() []wireRecord {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return append([]wireRecord(nil), rw.seen...)
-}
-
 // F37 in 2026-07-28 (the test server stateless, keeping its tasks as the
 // tasks extension says): the creating tools/call carries params.task, the
 // extension in its client capabilities and Mcp-Name = the tool; every
 // tasks/* request carries Mcp-Name = the task id; the result comes inline
 // in tasks/get.
 func TestTaskCall20260728Wire(t *testing.T) {
-	rw := &recordWire{}
+	rw := &wireRecorder{}
 	r := newRig(t, testserver.Config{Era: testserver.StatelessEra, TaskTools: true, ServerWideTasks: true, Guard: rw.guard}, false)
 	r.start()
 	r.listTools()
@@ -354,8 +313,8 @@ func TestTaskCall20260728Wire(t *testing.T) {
 			if _, ok := rec.params["task"]; !ok {
 				t.Errorf("tools/call without params.task: %s", rec.params)
 			}
-			if rec.mcpName != testserver.TaskToolRequired || rec.mcpMethod != "tools/call" {
-				t.Errorf("tools/call with Mcp-Name %q, Mcp-Method %q", rec.mcpName, rec.mcpMethod)
+			if rec.hName != testserver.TaskToolRequired || rec.hMethod != "tools/call" {
+				t.Errorf("tools/call with Mcp-Name %q, Mcp-Method %q", rec.hName, rec.hMethod)
 			}
 			if !bytes.Contains(rec.params["_meta"], []byte(`"io.modelcontextprotocol/tasks"`)) {
 				t.Errorf("tools/call does not declare the tasks extension: _meta %s", rec.params["_meta"])
@@ -369,8 +328,8 @@ func TestTaskCall20260728Wire(t *testing.T) {
 			if id == "" {
 				id = p.TaskID
 			}
-			if p.TaskID != id || rec.mcpName != id || rec.mcpMethod != rec.method {
-				t.Errorf("%s for task %q with Mcp-Name %q, Mcp-Method %q; want the task id %q", rec.method, p.TaskID, rec.mcpName, rec.mcpMethod, id)
+			if p.TaskID != id || rec.hName != id || rec.hMethod != rec.method {
+				t.Errorf("%s for task %q with Mcp-Name %q, Mcp-Method %q; want the task id %q", rec.method, p.TaskID, rec.hName, rec.hMethod, id)
 			}
 		}
 	}
