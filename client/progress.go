@@ -89,23 +89,23 @@ func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.C
 		ctx, cancel := c.callContext(ctx)
 		return ctx, nil, cancel
 	}
-	var bounded context.Context
-	var stop context.CancelFunc
-	if idle > 0 {
-		due := time.Now().Add(c.opts.maxCallDuration)
-		if d, ok := ctx.Deadline(); ok && d.Before(due) {
-			due = d
-		}
-		bounded, stop = context.WithDeadline(ctx, due)
-	} else {
+	bounded, stop := ctx, context.CancelFunc(nil)
+	switch d, ok := ctx.Deadline(); {
+	case idle == 0:
 		bounded, stop = c.callContext(ctx)
+	case !ok || d.After(time.Now().Add(c.opts.maxCallDuration)):
+		bounded, stop = context.WithTimeout(ctx, c.opts.maxCallDuration)
 	}
+	// else the caller's deadline is the shorter bound: no context of our
+	// own for it.
 	p := &progressCall{reg: c.progressCalls(), idle: idle, onProgress: onProgress, start: time.Now()}
 	p.Context, p.cancel = context.WithCancelCause(bounded)
 	return p, p, func() {
 		p.finish()
 		p.cancel(nil)
-		stop()
+		if stop != nil {
+			stop()
+		}
 	}
 }
 
@@ -361,23 +361,24 @@ func progressTokenIn(body []byte) (token any, isRequest bool) {
 
 // tokenKey is a progress token as the registry keys it: the same for the
 // token as sent and as a notification brings it back (a number decodes as
-// float64 either way).
+// float64 either way). A string is its own key, as it is (no copy); a
+// number's key starts with a NUL, which no token the client makes has.
 func tokenKey(token any) string {
 	switch t := token.(type) {
 	case string:
-		return "s" + t
+		return t
 	case float64:
-		return "n" + strconv.FormatFloat(t, 'g', -1, 64)
+		return "\x00n" + strconv.FormatFloat(t, 'g', -1, 64)
 	case int:
-		return "n" + strconv.Itoa(t)
+		return "\x00n" + strconv.Itoa(t)
 	case int64:
-		return "n" + strconv.FormatInt(t, 10)
+		return "\x00n" + strconv.FormatInt(t, 10)
 	case json.Number:
 		if f, err := t.Float64(); err == nil {
-			return "n" + strconv.FormatFloat(f, 'g', -1, 64)
+			return "\x00n" + strconv.FormatFloat(f, 'g', -1, 64)
 		}
 	}
-	return fmt.Sprintf("?%v", token)
+	return fmt.Sprintf("\x00?%v", token)
 }
 
 // progressCalls is the client's progressRegistry, made by the first call
@@ -415,7 +416,8 @@ func (r *progressRegistry) newToken() string {
 		r.prefix.CompareAndSwap(nil, &s)
 		pre = r.prefix.Load()
 	}
-	return *pre + strconv.FormatUint(r.next.Add(1), 10)
+	b := make([]byte, 0, len(*pre)+20)
+	return string(strconv.AppendUint(append(b, *pre...), r.next.Add(1), 10))
 }
 
 func (r *progressRegistry) add(key string, p *progressCall) {
