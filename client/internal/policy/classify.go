@@ -356,21 +356,8 @@ func statusError(rec wire.Record) error {
 // with: mcp-go's error values for the codes it knows, else what the
 // tracker read of an answer of 400 or more; 0 if neither says.
 func rpcCode(err error, rec wire.Record) int {
-	for _, known := range [...]struct {
-		err  error
-		code int
-	}{
-		{mcp.ErrInternalError, mcp.INTERNAL_ERROR},
-		{mcp.ErrParseError, mcp.PARSE_ERROR},
-		{mcp.ErrInvalidRequest, mcp.INVALID_REQUEST},
-		{mcp.ErrMethodNotFound, mcp.METHOD_NOT_FOUND},
-		{mcp.ErrInvalidParams, mcp.INVALID_PARAMS},
-		{mcp.ErrRequestInterrupted, mcp.REQUEST_INTERRUPTED},
-		{mcp.ErrResourceNotFound, mcp.RESOURCE_NOT_FOUND},
-	} {
-		if errors.Is(err, known.err) {
-			return known.code
-		}
+	if code, ok := RPCCode(err); ok {
+		return code
 	}
 	if rec.RPCError {
 		return rec.RPCCode
