@@ -12,7 +12,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/retry"
 )
 
 // BenchmarkRecoverAfterRestart measures the time from a restarted server
@@ -191,7 +191,7 @@ type loggedStep struct {
 }
 
 func (l *stepLog) newBackOff() backoff.BackOff {
-	return &loggingBackOff{BackOff: reconnect.DefaultBackOff(), log: l}
+	return &loggingBackOff{BackOff: retry.DefaultBackOff(), log: l}
 }
 
 // underWay returns the last pause handed out at or before t, and when it

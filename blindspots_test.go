@@ -20,7 +20,7 @@ import (
 // The retry budget caps retries across goroutines: a server that declines
 // every call (503, nothing run) sees about 1.2 times the calls plus the
 // reserve, not the calls times the retries each call's deadline allows.
-// The budget is the default (reconnect.DefaultBudget): 20% of the calls,
+// The budget is the default (retry.DefaultBudget): 20% of the calls,
 // a reserve of 100, refilled at 10 a second.
 func TestRetryBudgetCapsRetriesOfManyFailingCalls(t *testing.T) {
 	begun := time.Now()

@@ -32,7 +32,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/retry"
 )
 
 // ResilientClient is an MCP client over Streamable HTTP that re-initializes
@@ -58,7 +58,7 @@ type ResilientClient struct {
 	closeOnce sync.Once
 
 	pool    *pool.Pool[*session]
-	budget  *reconnect.Budget
+	budget  *retry.Budget
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
 	notifications  *dispatcher
@@ -132,7 +132,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: reconnect.DefaultBudget(), notifications: newDispatcher(), obs: newObservers(o.observers, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: retry.DefaultBudget(), notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
 	c.tasks = o.taskStore
 	if c.tasks == nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/retry"
 )
 
 // An Option configures a ResilientClient. Options are applied in order by
@@ -76,7 +76,7 @@ func defaultOptions() options {
 	return options{
 		keepAlive:        defaultKeepAlive,
 		failureThreshold: 1,
-		newBackOff:       reconnect.DefaultBackOff,
+		newBackOff:       retry.DefaultBackOff,
 		maxAttempts:      3,
 		callTimeout:      2 * time.Minute,
 		maxCallDuration:  DefaultMaxCallDuration,

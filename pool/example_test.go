@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/resilientmcp/resilientmcp/pool"
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/retry"
 )
 
 // conn stands for what a pool holds: a connection, a session.
@@ -27,7 +27,7 @@ func Example() {
 			}
 			return &conn{id: dials.Add(1)}, nil
 		},
-		NewBackOff: reconnect.DefaultBackOff,
+		NewBackOff: retry.DefaultBackOff,
 	})
 	defer p.Close()
 

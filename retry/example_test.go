@@ -1,10 +1,10 @@
-package reconnect_test
+package retry_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/resilientmcp/resilientmcp/reconnect"
+	"github.com/resilientmcp/resilientmcp/retry"
 )
 
 // One Budget is shared by every goroutine of a client: each call deposits,
@@ -14,7 +14,7 @@ import (
 func ExampleBudget() {
 	// Retries may be 20% of the calls of the last 10s, plus a reserve of
 	// 10 for a quiet client.
-	b := reconnect.NewBudget(10*time.Second, 1, 0.2)
+	b := retry.NewBudget(10*time.Second, 1, 0.2)
 	for range 100 {
 		b.Deposit() // a call
 	}
@@ -29,7 +29,7 @@ func ExampleBudget() {
 // The schedule between reconnect attempts: 100ms, then ×1.6 each time,
 // ±20%, at most 10s apart, for as long as the caller's context allows.
 func ExampleDefaultBackOff() {
-	b := reconnect.DefaultBackOff()
+	b := retry.DefaultBackOff()
 	for range 3 {
 		d := b.NextBackOff()
 		fmt.Println(d >= 80*time.Millisecond && d <= 10*time.Second)

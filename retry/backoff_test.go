@@ -1,4 +1,4 @@
-package reconnect
+package retry
 
 import (
 	"testing"
@@ -51,7 +51,7 @@ func TestBudgetAbsorbsABurstButBoundsSteadyRetries(t *testing.T) {
 			t.Errorf("%d retries for 10000 failing calls, want about %d", retries, want)
 		}
 		time.Sleep(time.Minute)
-		if got := b.Balance(); got != 100 {
+		if got := b.balance(); got != 100 {
 			t.Errorf("balance %v after a quiet minute, want the 100 a 10s window saves", got)
 		}
 	})
@@ -72,7 +72,7 @@ func TestBudgetLetsABusyClientRetryABurstBeyondTheReserve(t *testing.T) {
 		}
 		// An hour later the deposits have expired: only the reserve is left.
 		time.Sleep(time.Hour)
-		if got := b.Balance(); got != 100 {
+		if got := b.balance(); got != 100 {
 			t.Errorf("balance %v an hour later, want the reserve of 100", got)
 		}
 	})

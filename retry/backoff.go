@@ -1,4 +1,4 @@
-package reconnect
+package retry
 
 import (
 	"time"

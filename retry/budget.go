@@ -1,4 +1,4 @@
-package reconnect
+package retry
 
 import (
 	"math"
@@ -69,8 +69,8 @@ func (b *Budget) TryWithdraw() bool {
 	return true
 }
 
-// Balance reports the retries that may be made now, for tests and stats.
-func (b *Budget) Balance() float64 {
+// balance reports the retries that may be made now (the package's tests read it).
+func (b *Budget) balance() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refillLocked()
