@@ -1,0 +1,3 @@
+module github.com/resilientmcp/resilientmcp/tools
+
+go 1.26.0
