@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
-	github.com/gofrs/flock v0.13.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0
