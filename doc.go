@@ -83,9 +83,12 @@
 //   - re-initialization: a new session in place of an expired one
 //     (OpenReinitialize, Stats.Reinitializations, WaitReinitialize);
 //   - redial: a new session in place of one lost for any other reason: its
-//     connection broke or hung, it failed its probes, it answered another
-//     request, or the server could not be reached and the session did not
-//     survive it (OpenRedial, Stats.Redials, WaitRedial).
+//     connection broke or hung, it failed its probes, or it answered another
+//     request (OpenRedial, Stats.Redials; WaitRedial is a call's wait for
+//     any reconnect but a re-initialization). A session kept through an
+//     unreachable server is neither: it goes back into service (OpenKept),
+//     or, if the server answers and not as a live session would, it
+//     expired.
 //   - probe: a ping (session era) or server/discover (stateless era) the
 //     client sends on its own to learn whether a session is alive: a
 //     keepalive probe of an idle session, or a probe before a call on a

@@ -189,13 +189,13 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{
 		Size:       o.poolSize,
-		Dial:       c.redial,
+		Dial:       c.dial,
 		NewBackOff: o.newBackOff,
 		Release:    c.closeSession,
 		OnState:    c.onMemberState,
-		// A session the server forgot answers what is in flight on it
-		// itself (404, 400): it is closed when they are done. A dead, hung
-		// or corrupt one is closed at once, which ends what is in flight
+		// An expired session answers what is in flight on it itself
+		// (404, 400): it is closed when they are done. A dead, hung or
+		// corrupt one is closed at once, which ends what is in flight
 		// (F5, F18) so that safe calls are sent again.
 		Drain: func(cause error) bool {
 			var lost *lostError
@@ -213,7 +213,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
 				return // said once (affinity.go)
 			}
-			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
+			c.log.Warn("dial failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
