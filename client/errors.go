@@ -15,9 +15,14 @@ import (
 //   - ErrOutcomeUnknown: it may have run, and was not sent again;
 //   - ErrUnavailable: it did not run;
 //   - ErrAuthorizationRequired: the server wants authorization; it did not run;
+//   - *InsufficientScopeError (errors.As): the server wants more scope than
+//     the client could get; it did not run;
 //   - the server's own answer (a JSON-RPC error, mcp-go's error as is);
 //   - ErrClosed: the client was closed (also ErrOutcomeUnknown if the
 //     request had been sent).
+//
+// ErrResponseTooLarge comes with ErrOutcomeUnknown, ErrNoAffinity with
+// ErrUnavailable or ErrOutcomeUnknown, *TaskLostError with ErrOutcomeUnknown.
 //
 // No error is both ErrOutcomeUnknown and ErrUnavailable. Each also wraps the
 // failure behind it, and context.DeadlineExceeded or context.Canceled when
