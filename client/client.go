@@ -1,7 +1,9 @@
 // Package client is ResilientClient: a drop-in replacement for mcp-go's
-// streamable HTTP client that keeps working through server restarts, stale
+// streamable HTTP client that keeps working through server restarts, expired
 // sessions, dropped connections and outages. It is the one package that joins
-// the generic mechanisms (reconnect, health and pool) to mcp-go. The failures
+// the generic mechanisms (retry, health and pool) to mcp-go. Its words
+// (expired, lost, dial, redial, resend, replay...) are defined once, in the
+// glossary of the root package's doc. The failures
 // it handles, by the codes (F1, F2, ...) its comments use, are listed in the
 // module's FAILURES.md.
 //
@@ -36,8 +38,8 @@ import (
 )
 
 // ResilientClient is an MCP client over Streamable HTTP that re-initializes
-// stale sessions, reconnects with backoff, and never repeats a call that is
-// unsafe to repeat. It implements mcp-go's MCPClient, and has the methods of
+// expired sessions, reconnects with backoff, and never replays a call that
+// is unsafe to repeat. It implements mcp-go's MCPClient, and has the methods of
 // mcp-go's concrete *client.Client but Start and GetTransport.
 //
 // ResilientClient is safe for concurrent use by any number of goroutines.
