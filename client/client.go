@@ -81,15 +81,19 @@ type ResilientClient struct {
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
-	// Lock order of the whole client, outermost first. Two chains:
+	// Lock order of the whole client, outermost first. Three chains:
 	//
 	//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
 	//     notifier.mu;
+	//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
+	//     notifier.mu (the breaker's openings and closings, in order);
 	//   - session.listenMu → memory.mu, then listens.mu (taken one after
 	//     the other, never together).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
 	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
+	// the progress registry's and each followed call's, the task store's,
+	// a call trace's (observe.go),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
 	// handed to net/http, and taken exclusively only by TryLock, so it
 	// never waits on one), and the health monitor's, the retry budget's and
