@@ -120,7 +120,7 @@ func SafeToRepeat() CallOption {
 // whose outcome is unknown, whatever the method or the tool's annotations
 // say: such a call returns ErrOutcomeUnknown instead. A request that
 // provably did not run (a refused connection, a 503, an expired session) is
-// forgot) is still sent again: nothing ran.
+// still sent again: nothing ran.
 func NeverRepeat() CallOption {
 	return callOptionFunc(func(o *callOptions) { o.repeat = policy.RepeatNever })
 }
