@@ -36,9 +36,7 @@
 // From libraries: golang.org/x/oauth2 does the authorization URL, PKCE,
 // the code exchange, the refresh and the client_credentials grant;
 // golang.org/x/sync/singleflight groups the callers waiting for one
-// renewal; github.com/gofrs/flock is FileStore's lock (flock(2), and
-// LockFileEx on Windows, with a wait that ends with its context, which a
-// blocking flock call cannot do); mcp-go's AuthServerMetadata type reads
+// renewal; mcp-go's AuthServerMetadata type reads
 // RFC 8414 documents, and its transport.TokenStore is still accepted.
 // Written here because no library has it: discovery with MCP's fallback
 // order, dynamic registration (x/oauth2 has none), the refresh keyed on
@@ -46,8 +44,11 @@
 // origin check, adding resource and the client assertion to x/oauth2's
 // token requests (its refresh takes no parameters), signing the assertion
 // (JWT libraries sign only with concrete key types, not with a
-// crypto.Signer such as an HSM's key), and the renewal under a Store's
-// lock (no OAuth library shares a grant between processes).
+// crypto.Signer such as an HSM's key), the renewal under a Store's
+// lock (no OAuth library shares a grant between processes), and
+// FileStore's file lock (internal/filelock, on the syscall package:
+// github.com/gofrs/flock would put two more modules, it and
+// golang.org/x/sys, in every program that imports client).
 //
 // Nothing here puts a token, code, verifier or secret in an error or a log.
 package auth

@@ -10,9 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/resilientmcp/resilientmcp/internal/atomicfile"
+	"github.com/resilientmcp/resilientmcp/internal/filelock"
 )
 
 // FileStore keeps each grant in a file of one directory, shared by every
@@ -25,10 +24,10 @@ import (
 // an atomic rename so that a reader never sees half a write; and
 // <id>.lock, locked with flock(2) while a renewal runs. The kernel
 // releases a lock whose process dies, so a killed holder never blocks the
-// others. The lock comes from github.com/gofrs/flock: flock(2) on Unix,
-// LockFileEx on Windows, and a wait that ends with its context (a
-// blocking flock call cannot be interrupted). A network file system may
-// not honour flock: use it on a local disk.
+// others. The lock is internal/filelock's: flock(2) on Unix, a handle
+// opened without sharing on Windows, and a wait that ends with its
+// context (a blocking flock call cannot be interrupted). A network file
+// system may not honour flock: use it on a local disk.
 //
 // A FileStore is safe for concurrent use by any number of goroutines and
 // processes.
@@ -74,15 +73,11 @@ func (s *FileStore) Load(ctx context.Context, key Key) (Grant, error) {
 
 // Update runs fn holding key's file lock and writes what it returns.
 func (s *FileStore) Update(ctx context.Context, key Key, fn UpdateFunc) (Grant, error) {
-	l := flock.New(s.path(key, ".lock"), flock.SetPermissions(0o600))
-	ok, err := l.TryLockContext(ctx, lockPoll)
-	if !ok || err != nil {
-		if err == nil {
-			err = ctx.Err()
-		}
+	l, err := filelock.Acquire(ctx, s.path(key, ".lock"), lockPoll)
+	if err != nil {
 		return Grant{}, fmt.Errorf("%w: waiting for the lock: %w", ErrStoreUnavailable, err)
 	}
-	defer l.Close() // unlocks
+	defer l.Unlock()
 	return update(ctx, key, s, fn, s.write)
 }
 

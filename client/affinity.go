@@ -30,7 +30,7 @@ type noAffinityError struct {
 }
 
 func (e *noAffinityError) Error() string {
-	return fmt.Sprintf("no session affinity: %d sessions in a row were forgotten by the server within their first requests: the load balancer sends a session's requests to replicas that do not know it; sticky sessions (by the Mcp-Session-Id header or by cookie) are needed; the last: %s", e.young, describe(e.last))
+	return fmt.Sprintf("no session affinity: %d sessions in a row expired within their first requests: the load balancer sends a session's requests to replicas that do not know it; sticky sessions (by the Mcp-Session-Id header or by cookie) are needed; the last: %s", e.young, describe(e.last))
 }
 
 func (e *noAffinityError) Is(target error) bool { return target == ErrNoAffinity }
@@ -66,7 +66,7 @@ func (c *ResilientClient) lostSession(member int, young bool, cause error) error
 	a.verdict.Store(v)
 	a.heldUntil.Store(time.Now().Add(policy.NoAffinityHold).UnixNano())
 	if v.report {
-		c.log.Error("the deployment needs session affinity: sessions are forgotten by the server within their first requests; calls fail with ErrNoAffinity, and a session is tried again every "+policy.NoAffinityHold.String(),
+		c.log.Error("the deployment needs session affinity: sessions expire within their first requests; calls fail with ErrNoAffinity, and a session is tried again every "+policy.NoAffinityHold.String(),
 			"endpoint", c.endpoint, "member", member, "sessions_lost_young", n, "last", describe(cause))
 	}
 	return v

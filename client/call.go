@@ -142,11 +142,11 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		if a.Budget && !c.budget.TryWithdraw() {
 			return r.fail("retry budget exhausted", err)
 		}
-		if a.Replay {
+		if a.Expired {
 			c.stats.replays.Add(1)
 		}
 		c.stats.retries.Add(1)
-		ct.retry(a.Replay, v.MayHaveRun(), a.Discard)
+		ct.retry(a.Expired, v.MayHaveRun(), a.Discard)
 		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
 		if a.Pause > 0 && a.Pause != backoff.Stop {
 			switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {

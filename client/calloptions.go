@@ -119,8 +119,8 @@ func SafeToRepeat() CallOption {
 // NeverRepeat says that the call must not be sent again after an attempt
 // whose outcome is unknown, whatever the method or the tool's annotations
 // say: such a call returns ErrOutcomeUnknown instead. A request that
-// provably did not run (a refused connection, a 503, a session the server
-// forgot) is still sent again: nothing ran.
+// provably did not run (a refused connection, a 503, an expired session) is
+// still sent again: nothing ran.
 func NeverRepeat() CallOption {
 	return callOptionFunc(func(o *callOptions) { o.repeat = policy.RepeatNever })
 }

@@ -1,7 +1,9 @@
 // Package client is ResilientClient: a drop-in replacement for mcp-go's
-// streamable HTTP client that keeps working through server restarts, stale
+// streamable HTTP client that keeps working through server restarts, expired
 // sessions, dropped connections and outages. It is the one package that joins
-// the generic mechanisms (reconnect, health and pool) to mcp-go. The failures
+// the generic mechanisms (retry, health and pool) to mcp-go. Its words
+// (expired, lost, dial, redial, resend, replay...) are defined once, in the
+// glossary of the root package's doc. The failures
 // it handles, by the codes (F1, F2, ...) its comments use, are listed in the
 // module's FAILURES.md.
 //
@@ -36,8 +38,8 @@ import (
 )
 
 // ResilientClient is an MCP client over Streamable HTTP that re-initializes
-// stale sessions, reconnects with backoff, and never repeats a call that is
-// unsafe to repeat. It implements mcp-go's MCPClient, and has the methods of
+// expired sessions, reconnects with backoff, and never replays a call that
+// is unsafe to repeat. It implements mcp-go's MCPClient, and has the methods of
 // mcp-go's concrete *client.Client but Start and GetTransport.
 //
 // ResilientClient is safe for concurrent use by any number of goroutines.
@@ -79,15 +81,19 @@ type ResilientClient struct {
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
-	// Lock order of the whole client, outermost first. Two chains:
+	// Lock order of the whole client, outermost first. Three chains:
 	//
 	//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
 	//     notifier.mu;
+	//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
+	//     notifier.mu (the breaker's openings and closings, in order);
 	//   - session.listenMu → memory.mu, then listens.mu (taken one after
 	//     the other, never together).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
 	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
+	// the progress registry's and each followed call's, the task store's,
+	// a call trace's (observe.go),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
 	// handed to net/http, and taken exclusively only by TryLock, so it
 	// never waits on one), and the health monitor's, the retry budget's and
@@ -189,13 +195,13 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(pool.Config[*session]{
 		Size:       o.poolSize,
-		Dial:       c.redial,
+		Dial:       c.dial,
 		NewBackOff: o.newBackOff,
 		Release:    c.closeSession,
 		OnState:    c.onMemberState,
-		// A session the server forgot answers what is in flight on it
-		// itself (404, 400): it is closed when they are done. A dead, hung
-		// or corrupt one is closed at once, which ends what is in flight
+		// An expired session answers what is in flight on it itself
+		// (404, 400): it is closed when they are done. A dead, hung or
+		// corrupt one is closed at once, which ends what is in flight
 		// (F5, F18) so that safe calls are sent again.
 		Drain: func(cause error) bool {
 			var lost *lostError
@@ -213,7 +219,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
 				return // said once (affinity.go)
 			}
-			c.log.Warn("connecting failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
+			c.log.Warn("dial failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},

@@ -15,9 +15,14 @@ import (
 //   - ErrOutcomeUnknown: it may have run, and was not sent again;
 //   - ErrUnavailable: it did not run;
 //   - ErrAuthorizationRequired: the server wants authorization; it did not run;
+//   - *InsufficientScopeError (errors.As): the server wants more scope than
+//     the client could get; it did not run;
 //   - the server's own answer (a JSON-RPC error, mcp-go's error as is);
 //   - ErrClosed: the client was closed (also ErrOutcomeUnknown if the
 //     request had been sent).
+//
+// ErrResponseTooLarge comes with ErrOutcomeUnknown, ErrNoAffinity with
+// ErrUnavailable or ErrOutcomeUnknown, *TaskLostError with ErrOutcomeUnknown.
 //
 // No error is both ErrOutcomeUnknown and ErrUnavailable. Each also wraps the
 // failure behind it, and context.DeadlineExceeded or context.Canceled when
@@ -57,16 +62,16 @@ var (
 	// ErrNoAffinity means the client stopped opening sessions because the
 	// deployment does not keep a session on one replica: a session-era
 	// server behind a load balancer without affinity (round robin, or an
-	// affinity the client cannot honour), which forgets each session on
+	// affinity the client cannot honour), where each session expires on
 	// its next request, since another replica answers it. The client
-	// found that the last sessions were forgotten one after another
-	// within their first requests, rather than re-initializing in a loop
+	// found that the last sessions expired one after another within
+	// their first requests, rather than re-initializing in a loop
 	// (F39). The deployment needs sticky sessions, by the Mcp-Session-Id
 	// header or by cookie; or the stateless era (2026-07-28), which has
 	// no sessions.
 	//
 	// It always comes with ErrUnavailable: the call was not sent (a
-	// forgotten session's requests are refused before they run, and the
+	// expired session's requests are refused before they run, and the
 	// call waited for a session that was not opened); or, if an earlier
 	// attempt of the call may have run, with ErrOutcomeUnknown. Calls fail
 	// at once with it for a few seconds, then one session is tried again.

@@ -23,7 +23,7 @@ import (
 // This file keeps a session era's GET event stream, which carries the
 // server's notifications to an idle client, working across what the
 // server does to it: a stream that meets 404 or 400 once it has worked
-// means the server forgot the session, and nothing else would notice until
+// means the session expired, and nothing else would notice until
 // a call or a probe (F27); a stream wanted only after the session opened is
 // opened then (F32).
 
@@ -88,7 +88,7 @@ func (w *streamWatch) verdict(ans policy.StreamAnswer) policy.Verdict {
 	ans.OpenedBefore = w.opened.Load()
 	if s := w.session.Load(); s != nil && ans.Status != 0 &&
 		policy.StreamRefused(ans.Status, ans.OpenedBefore) == policy.StreamAskSession {
-		ans.SessionAlive, ans.SessionForgotten = w.ask(s)
+		ans.SessionAlive, ans.SessionExpired = w.ask(s)
 	}
 	return policy.StreamVerdict(ans)
 }
@@ -101,18 +101,18 @@ func (w *streamWatch) lost(a policy.StreamAction, err error) {
 		return
 	}
 	if w.c.pool.DiscardValue(s, &lostError{kind: a.Discard, err: fmt.Errorf("%s: %w", a.Why, err)}) {
-		w.c.log.Info("event stream refused: re-initializing in the background", "member", s.member, "why", a.Why, "err", err)
+		w.c.log.Info("event stream refused: replacing the session in the background", "member", s.member, "why", a.Why, "err", err)
 	}
 }
 
 // ask asks the server, with a probe of the session, whether it still knows
 // a session whose stream it refused from the start: alive, it does;
-// forgotten, it does not; neither, the probe could not tell. The probe runs
+// expired, it does not; neither, the probe could not tell. The probe runs
 // on the stream's goroutine, which waits for it (bounded by the probe
 // timeout and Close) before it decides; one at a time, and never again
 // once the server answered it: a server that knows the session and
 // refuses its stream costs one probe per session.
-func (w *streamWatch) ask(s *session) (alive, forgotten bool) {
+func (w *streamWatch) ask(s *session) (alive, expired bool) {
 	if w.asked.Load() {
 		return true, false
 	}

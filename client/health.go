@@ -73,12 +73,12 @@ func (c *ResilientClient) watch(s *session) {
 			c.stats.probes.Add(1)
 			c.obs.probed(s, err)
 			if busy := new(health.BusyError); errors.As(err, &busy) {
-				c.log.Info("keepalive probe: the server is busy; session kept", "retry_after", busy.After)
+				c.log.Info("probe: the server is busy; session kept", "retry_after", busy.After)
 				return
 			}
 			if err != nil {
 				c.stats.probeFailures.Add(1)
-				c.log.Warn("keepalive probe failed", "failures", failures, "err", err)
+				c.log.Warn("probe failed", "failures", failures, "err", err)
 			}
 			c.setDegraded(s, failures > 0)
 		},
@@ -120,7 +120,7 @@ func (c *ResilientClient) replace(s *session, err error) {
 // validate probes s before a call is sent on it if s has not been heard from
 // within the keepalive interval: the process may have been frozen, or the
 // keepalive prober could not run, while a middlebox dropped the connection or
-// the server forgot the session. force probes it regardless: the call's last
+// the session expired. force probes it regardless: the call's last
 // attempt broke in a way that leaves the server's health in doubt. Probes
 // are shared by every caller that asks while one is under way.
 func (c *ResilientClient) validate(ctx context.Context, s *session, force bool) error {

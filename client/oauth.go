@@ -31,7 +31,7 @@ const (
 // InsufficientScopeError is a call the server refused for want of scope
 // (403 insufficient_scope) that no authorization could give: the scopes
 // were held already or refused, or three authorizations were spent on the
-// call. It did not run.
+// request. It did not run.
 type InsufficientScopeError = auth.InsufficientScopeError
 
 // WithOAuth authorizes every request with MCP's OAuth 2.1 flow. One token

@@ -402,8 +402,8 @@ func openReason(prev *session, lost *lostError) OpenReason {
 	return OpenRedial
 }
 
-// handshakeLost tells the observers of a session the server opened and
-// forgot before the handshake was over (F39): it was opened, lost as
+// handshakeLost tells the observers of a session the server opened that
+// expired before the handshake was over (F39): it was opened, lost as
 // expired, and closed, all at once.
 func (o *observers) handshakeLost(hl *handshakeLostError, reason OpenReason) {
 	if o == nil {

@@ -147,9 +147,9 @@ const (
 	// AttemptOutcomeUnknown: the previous attempt may have run and its
 	// answer was lost; the call is safe to repeat, so it is replayed.
 	AttemptOutcomeUnknown
-	// AttemptSessionExpired: the server had forgotten the session (404,
-	// or 400 to a session it had served, or a protocol version it no
-	// longer speaks); it did not run. Sent again on a new session, after
+	// AttemptSessionExpired: the previous attempt's session expired (404,
+	// or 400 to a session it had served), or the server no longer speaks
+	// its protocol version; it did not run. Resent on a new session, after
 	// the re-initialization.
 	AttemptSessionExpired
 	// AttemptUnauthorized: the server refused the previous attempt's
@@ -183,12 +183,13 @@ type WaitKind int
 // What a call waits for.
 const (
 	WaitNone WaitKind = iota
-	// WaitReinitialize: the server forgot the session; the call waited
-	// for the new one (one re-initialization for every call that met it).
+	// WaitReinitialize: the session expired; the call waited for the new
+	// one (one re-initialization for every call that met it).
 	WaitReinitialize
-	// WaitRedial: the session's connection died, or the server could not
-	// be reached, or the session answered another request; the call
-	// waited for the reconnect loop to put a session back in service.
+	// WaitRedial: the session was lost otherwise (its connection broke or
+	// hung, it failed a probe, it answered another request, or the server
+	// could not be reached); the call waited for the reconnect loop to put
+	// a session back in service.
 	WaitRedial
 )
 
@@ -275,10 +276,10 @@ type OpenReason int
 
 // Why a session is put into service.
 const (
-	// OpenFirst: a pool member's first session.
+	// OpenFirst: a pool member's first session (its first dial).
 	OpenFirst OpenReason = iota
-	// OpenReinitialize: the server forgot the session before it (a
-	// restart, an idle timeout, a new protocol version).
+	// OpenReinitialize: the session before it expired (a restart, an idle
+	// timeout, a new protocol version).
 	OpenReinitialize
 	// OpenRedial: the session before it died (its connection, its probes)
 	// or answered another request.
@@ -320,7 +321,7 @@ type LossReason int
 
 // Why a session is lost.
 const (
-	// LossExpired: the server forgot it, or speaks another protocol
+	// LossExpired: it expired, or the server speaks another protocol
 	// version now.
 	LossExpired LossReason = iota
 	// LossUnreachable: no connection could be made to the server; the

@@ -154,7 +154,7 @@ func WithBackOff(newBackOff func() backoff.BackOff) Option {
 // is safe to repeat). Sends that provably did not run do not count: waiting
 // for an unreachable server, a 503 or 429, a request not completely written,
 // a pooled connection found dead under the request; the call's deadline and
-// the shared retry budget bound those. Replays after the session expired
+// the shared retry budget bound those. Resends after the session expired
 // (404) have a cap of their own: n, plus one for every other session of the
 // pool, since one restart expires them all. Default 3.
 func WithMaxAttempts(n int) Option {

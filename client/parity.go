@@ -28,9 +28,11 @@ type parity struct {
 	serials atomic.Uint64           // sessions put into service in place of lost ones so far
 }
 
-// redial is the pool's DialFunc: dial, and what the parity methods need of
-// each session put into service and each one lost.
-func (c *ResilientClient) redial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
+// dial is the pool's DialFunc, for a member's first session and for every
+// reconnect: the loss told once (observers, OnConnectionLost, Stats, the
+// affinity verdict), nextSession, and what the parity methods need of each
+// session put into service.
+func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
 	// The pool dials again and again for one loss while the server is
 	// away; the loss is news only the first time.
 	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
@@ -43,12 +45,12 @@ func (c *ResilientClient) redial(ctx context.Context, member int, prev *session,
 		c.stats.lost(kind)
 		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
 		if verdict := c.lostSession(member, young, cause); verdict != nil {
-			// Not opening another: the deployment forgets sessions as
+			// Not opening another: the deployment's sessions expire as
 			// fast as they are opened (F39).
 			return nil, backoff.Permanent(verdict)
 		}
 	}
-	s, err := c.dial(ctx, member, prev, cause)
+	s, err := c.nextSession(ctx, member, prev, cause)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ type session struct {
 	request    *mcp.InitializeRequest         // the request it was opened with
 	monitor    atomic.Pointer[health.Monitor] // set when the session goes into service; see health()
 	member     int                            // the pool member it serves as
-	serial     uint64                         // the order it went into service in; see redial
+	serial     uint64                         // the order it went into service in; see dial
 	lost       atomic.Bool                    // OnConnectionLost was told of its loss
 	loss       atomic.Pointer[lostError]      // why it was taken out of service, for the observers
 	opened     time.Time                      // when it was initialized
@@ -85,7 +85,7 @@ func (s *session) close() {
 }
 
 // lostError is the cause a session was taken out of service with; the dial
-// that replaces it reads the kind.
+// that follows reads its kind.
 type lostError struct {
 	kind policy.Loss
 	err  error
@@ -96,8 +96,8 @@ func (e *lostError) Unwrap() error { return e.err }
 
 var errReinitializeRequested = errors.New("initialize called with a new request")
 
-// handshakeLostError is the error of a session the server handed out and
-// forgot before the handshake was over: initialize was answered with a
+// handshakeLostError is the error of a session the server handed out that
+// expired before the handshake was over: initialize was answered with a
 // session id, and the initialized notification that followed met a 404
 // (F39: behind a load balancer without affinity, another replica got it).
 // The session was opened, and lost young.
@@ -114,9 +114,11 @@ func (e *handshakeLostError) Unwrap() error { return e.err }
 // gRPC's minimum connect timeout.
 const connectTimeout = 20 * time.Second
 
-// dial is the reconnect loop's DialFunc: it puts prev back in service if only
-// the network failed and the session survived, else opens a new session.
-func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
+// nextSession is the session that follows prev in member, for dial: prev
+// itself, back in service, if the server could not be reached and the session
+// survived it; else a new session (a member's first, a re-initialization or a
+// redial).
+func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *session, cause error) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var lost *lostError
@@ -175,7 +177,7 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
 	default:
 		c.stats.redials.Add(1)
-		c.log.Info("session replaced", "cause", lost.err, "version", s.version)
+		c.log.Info("session redialed", "cause", lost.err, "version", s.version)
 	}
 	c.obs.sessionOpened(s, prev, lost)
 	c.noteServerChange(prev, s)
@@ -326,9 +328,9 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		_ = mc.Close()
 		v := policy.Classify(err, opened, ex, ctx.Err() != nil)
 		if v.Class == policy.Expired && opened.Served && !v.Renegotiate {
-			// Not an answer to the handshake: the session is gone, and
+			// Not an answer to the handshake: the session expired, and
 			// another is opened on the backoff schedule.
-			return nil, nil, &handshakeLostError{session: lostID, version: lostVersion, err: fmt.Errorf("initialize: the server forgot the session it had just opened: %w", err)}
+			return nil, nil, &handshakeLostError{session: lostID, version: lostVersion, err: fmt.Errorf("initialize: the session the server had just opened expired: %w", err)}
 		}
 		if v.Cause != nil {
 			err = v.Cause

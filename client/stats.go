@@ -13,11 +13,11 @@ import (
 type Stats struct {
 	Calls             uint64 // calls made
 	Retries           uint64 // attempts beyond a call's first
-	Replays           uint64 // of the retries, those after the session expired
-	Reinitializations uint64 // new sessions opened because the server forgot the old one (404)
-	Redials           uint64 // new sessions opened because the old one's connection died
-	Probes            uint64 // keepalive probes sent
-	ProbeFailures     uint64 // keepalive probes that failed
+	Replays           uint64 // of the retries, the resends after the session expired (the name is older than the glossary, where a replay is a retry after an unknown outcome)
+	Reinitializations uint64 // new sessions opened because the old one expired (404, or 400 to a session that had served)
+	Redials           uint64 // new sessions opened because the old one was lost otherwise: its connection broke or hung, it failed its probes, it answered another request
+	Probes            uint64 // probes sent: keepalive, and before a call on a session not heard from within the keepalive interval or in doubt
+	ProbeFailures     uint64 // probes that failed (a busy answer, 503 or 429, is not a failure)
 
 	// OutcomeUnknown counts calls that returned ErrOutcomeUnknown: among
 	// them every replay refused because the call was not safe to repeat.
@@ -45,8 +45,8 @@ type Stats struct {
 	// attempt, and every call while the circuit breaker was open.
 	FailedFast uint64
 	// SessionsOpened counts the sessions the server opened for the
-	// client (initialize answered), those it forgot before the handshake
-	// was over included; SessionsLost the sessions taken out of service,
+	// client (initialize answered), those that expired before the
+	// handshake was over included; SessionsLost the sessions taken out of service,
 	// or lost in their handshake; LastLoss is why the last of them was
 	// lost (meaningful once SessionsLost is not 0).
 	SessionsOpened, SessionsLost uint64

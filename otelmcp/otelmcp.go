@@ -31,7 +31,8 @@
 // HTTP spans of an instrumented http.Client (otelhttp, given to
 // client.WithHTTPClient) nest under their attempt. Before an attempt that
 // waited for a new session, an INTERNAL span named "reinitialize" or
-// "redial" covers the wait. A replayed call after a server restart:
+// "redial" covers the wait. A call resent after a server restart expired
+// its session:
 //
 //	tools/call echo              CLIENT  resilientmcp.call.attempts=2
 //	├── attempt                  number=1 reason=first            error.type=session_expired
@@ -55,10 +56,12 @@
 //   - resilientmcp.client.attempts: every send, by mcp.method.name and
 //     resilientmcp.attempt.reason;
 //   - resilientmcp.client.reinitializations, resilientmcp.client.redials:
-//     sessions opened because the server forgot the last one, or because
-//     it died;
+//     sessions opened because the last one expired, or because it was lost
+//     otherwise (its connection broke or hung, it failed its probes, it
+//     answered another request);
 //   - resilientmcp.client.dial.failures: failed attempts to open a session;
-//   - resilientmcp.client.probe.failures: failed keepalive probes;
+//   - resilientmcp.client.probe.failures: failed probes, keepalive or
+//     before a call (a busy answer is not a failure);
 //   - resilientmcp.client.token.refreshes, resilientmcp.client.authorizations:
 //     the OAuth token layer's renewals, with error.type when they failed;
 //   - resilientmcp.client.replays.refused: calls whose outcome was unknown
@@ -75,10 +78,10 @@
 //     resilientmcp.client.breaker.trips, how many times it opened.
 //
 // Given OpenTelemetry's no-op providers (trace/noop, metric/noop) the
-// observer asks them nothing and costs a call under 1 %; on the global
-// providers with no SDK installed, about 3 % (it cannot know that none
+// observer asks them nothing and costs a call within 2.5 %; on the global
+// providers with no SDK installed, about 2.5 % (it cannot know that none
 // will be installed later); with the SDK recording everything, about
-// 50 µs of a loopback call (BENCHMARKS.md).
+// 47 µs of a loopback call (BENCHMARKS.md).
 package otelmcp
 
 import (
@@ -195,10 +198,10 @@ func NewObserver(opts ...Option) client.Observer {
 		return c
 	}
 	o.attempts = counter("resilientmcp.client.attempts", "{attempt}", "Attempts to send a call: the first, and every send after a failure.")
-	o.reinitializations = counter("resilientmcp.client.reinitializations", "{session}", "Sessions opened because the server forgot the last one.")
+	o.reinitializations = counter("resilientmcp.client.reinitializations", "{session}", "Sessions opened because the last one expired.")
 	o.redials = counter("resilientmcp.client.redials", "{session}", "Sessions opened because the last one's connection died or it answered another request.")
 	o.dialFailures = counter("resilientmcp.client.dial.failures", "{attempt}", "Failed attempts to open a session.")
-	o.probeFailures = counter("resilientmcp.client.probe.failures", "{probe}", "Keepalive probes that failed.")
+	o.probeFailures = counter("resilientmcp.client.probe.failures", "{probe}", "Probes that failed, keepalive or before a call.")
 	o.refreshes = counter("resilientmcp.client.token.refreshes", "{refresh}", "OAuth token refreshes sent to the authorization server.")
 	o.authorizations = counter("resilientmcp.client.authorizations", "{authorization}", "OAuth authorizations (user or client credentials).")
 	o.refusedReplays = counter("resilientmcp.client.replays.refused", "{call}", "Calls that may have run and were not sent again: not safe to repeat.")

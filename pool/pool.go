@@ -226,7 +226,7 @@ func (l *Lease[T]) Release() {
 // Discard reports the leased generation broken because of cause: it is
 // taken out of service and a replacement is dialled in the background. It
 // reports whether this call started the replacement; false means the
-// generation was already gone. The lease stays to be released.
+// generation was already out of service. The lease stays to be released.
 func (l *Lease[T]) Discard(cause error) bool {
 	p := l.pool
 	p.mu.Lock()

@@ -3,12 +3,12 @@
 // It holds two small, independent mechanisms:
 //
 //   - [DefaultBackOff]: the pause between attempts to get a session again
-//     (the pool's redial loop) and between a call's retries.
+//     (the pool's reconnect loop) and between a call's retries.
 //   - [Budget]: a retry budget shared by every goroutine of a client, so that
 //     an outage cannot turn into a retry storm (Finagle's RetryBudget).
 //
 // The loop that gets a session again lives with what it refills: the pool
-// package runs it per member, one redial per generation however many
+// package runs it per member, one replacement per generation however many
 // goroutines saw the member fail, paced by a BackOff from here. This
 // package does not run loops; it is the pacing they share.
 //

@@ -4,26 +4,26 @@ import "time"
 
 // Lost affinity (F39). A session-era server behind a load balancer that
 // does not keep a session on one replica (round robin, an affinity cookie
-// dropped) forgets most sessions on their very next request: the replica
-// that answers did not hand the session out. Each loss looks like a
+// dropped) sees most sessions expire on their very next request: the
+// replica that answers did not hand the session out. Each loss looks like a
 // restart's (404), and re-initializing after each is right for a restart
 // and a storm here: one new session per request, every call failing.
 //
 // The two differ in how old the sessions are when they are lost. A restart
-// forgets sessions that have served (under load, thousands of requests
-// each; idle, at least the request that found them gone was preceded by
+// expires sessions that have served (under load, thousands of requests
+// each; idle, at least the request that found them expired was preceded by
 // the one that opened the need), once per restart; the session opened next
-// survives its first request. Without affinity, the sessions die young one
-// after another: in their own handshake (the initialized notification
+// survives its first request. Without affinity, the sessions are lost young
+// one after another: in their own handshake (the initialized notification
 // lands on another replica than initialize did: a server that hands out a
-// session and forgets it on the next request is not restarting), or on
+// session and expires it on the next request is not restarting), or on
 // their first request. So a pool member that loses NoAffinityAfter
 // sessions in a row young (before each answered a single request, within
 // YoungAge of its opening) stops opening sessions: the deployment needs
 // affinity, and calls end with a typed error at once, without a request,
 // for NoAffinityHold. Then one session is opened again, as a circuit
 // breaker's half-open probe (the load balancer may have been fixed): if it
-// dies young too, the verdict stands for another hold; once a session has
+// is lost young too, the verdict stands for another hold; once a session has
 // answered ProvenAnswers requests, the count starts over. A session that
 // answered one or two requests and was lost neither counts nor resets: a
 // replica kept it for a while by chance.
@@ -34,8 +34,8 @@ import "time"
 // second and 0.2 a second after, where re-initializing after every loss
 // opens one per request.
 //
-// False verdicts: with affinity, a young loss needs the server to forget a
-// session before it answered any request, within seconds of its opening,
+// False verdicts: with affinity, a young loss needs a session to expire
+// before it answered any request, within seconds of its opening,
 // three times in a row for the same member: three restarts, each between
 // a session's opening and its first request (a client that listens for
 // notifications and sends nothing while its server restarts three times
@@ -59,8 +59,8 @@ const (
 
 // YoungLoss reports whether losing a session for loss, after it answered
 // answers requests and age after it opened, counts towards a verdict of no
-// affinity: a session-era session the server forgot before answering a
-// single request on it.
+// affinity: a session-era session that expired before it answered a single
+// request.
 func YoungLoss(loss Loss, sessionEra bool, answers int32, age time.Duration) bool {
 	return loss == LossExpired && sessionEra && answers == 0 && age < YoungAge
 }

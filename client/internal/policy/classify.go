@@ -21,30 +21,34 @@ const (
 	// Caller: the caller's context ended. Never retried.
 	Caller Class = iota
 	// ServerError: the server answered the request with an error of its
-	// own (a JSON-RPC error, a 4xx, a method it does not have). Returned as
-	// is: sending it again would get the same answer.
+	// own (a JSON-RPC error, whatever its HTTP status; a 404 in the
+	// stateless era: a method or endpoint it does not have; a 4xx to
+	// initialize, which mcp-go takes for a legacy SSE server). Returned as
+	// is: sending it again would get the same answer. A 4xx without a
+	// JSON-RPC error is Rejected.
 	ServerError
 	// AuthRequired: the server wants authorization (401, 403). The request
 	// did not run.
 	AuthRequired
 	// Expired: the server rejected the request before running it
-	// because it no longer knows the session (or speaks another protocol
-	// version now). Re-initialize once per generation and replay any call.
+	// because the session expired (or the server speaks another protocol
+	// version now). Re-initialize once per generation and resend any call.
 	Expired
 	// NotSent: the request provably did not reach the server's
 	// handler: no connection could be made, it was not completely written,
 	// or the server declined it unread (429, 503). Retry any call.
 	NotSent
 	// OutcomeUnknown: the request may have run (the connection broke after
-	// it was sent, 502, 504). Replay only if safe.
+	// it was sent; a 502, 504, 499 or other 5xx not Broken or Rejected: the
+	// answer was lost). Replay only if safe.
 	OutcomeUnknown
 	// Broken: the request ran, or may have, and what came back is not
-	// usable (500, a 2xx that is not MCP). Never replayed: the same
-	// answer would come back.
+	// usable (a 500 with a body, a 2xx that is not MCP, an answer over the
+	// size limit). Never replayed: the same answer would come back.
 	Broken
 	// Rejected: the server, or a proxy before it, refused the request with
-	// an HTTP status of HTTP's own (a 4xx that carries no JSON-RPC error):
-	// it did not run, and sent again it would be refused again.
+	// an HTTP status of HTTP's own (a 4xx that carries no JSON-RPC error,
+	// 501, 505): it did not run, and sent again it would be refused again.
 	Rejected
 )
 
@@ -70,7 +74,7 @@ type Verdict struct {
 	// per call, so a server that rejects every version is not a loop.
 	Renegotiate bool
 	// Busy: the server declined the request unread (429, 503); it is
-	// there, and asked for retryAfter's pause.
+	// there, and asked for RetryAfter's pause (0 if it named none).
 	Busy       bool
 	RetryAfter time.Duration
 	// IdleClosed: the connection the request took was closing before the
@@ -84,10 +88,10 @@ type Verdict struct {
 	// dropped (a restart, an idle timeout), which says nothing of whether
 	// the server fails requests.
 	StaleConnection bool
-	// SessionGone: whatever the request's outcome, the server no longer
-	// knows the session (a stream's resumption met 404 or 400): open a new
-	// one before anything is sent again.
-	SessionGone bool
+	// SessionExpired: whatever the request's outcome, the session expired
+	// (a stream's resumption met 404 or 400): open a new one before
+	// anything is sent again.
+	SessionExpired bool
 	// RPCAnswer: the server itself answered with a JSON-RPC error, so it
 	// is there and knows the session; for a probe, that is proof of life.
 	// RPCCode is its code, 0 if unknown (mcp-go keeps no code of its own
@@ -98,7 +102,7 @@ type Verdict struct {
 	// Status is the HTTP status of the answer to the request, 0 if none
 	// came.
 	Status int
-	// why is what the failure was, for the call's error when the cause's
+	// Why is what the failure was, for the call's error when the cause's
 	// own message would not say it (a stream cut before its answer).
 	Why string
 }
@@ -116,9 +120,10 @@ func (v Verdict) MayHaveRun() bool {
 
 // Permanent reports whether no retry can fix the failure of opening a
 // session, where every attempt is safe to repeat, so it ends the reconnect
-// loop: the server's own answer (a non-MCP endpoint), a 401, an unusable
-// answer, or a protocol version the server refuses after mcp-go already
-// negotiated one (this was the one re-negotiation).
+// loop: the server's own answer (a non-MCP endpoint), a 401 or 403, an
+// unusable answer, a refusal by HTTP's rules, or a protocol version the
+// server refuses after mcp-go already negotiated one (this was the one
+// re-negotiation).
 func (v Verdict) Permanent() bool {
 	return v.Class == ServerError || v.Class == AuthRequired || v.Class == Broken || v.Class == Rejected || v.Renegotiate
 }
@@ -172,7 +177,7 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		if cut {
 			r.Why = "the response stream was cut before the answer"
 		}
-		r.SessionGone = sessionEra && staleSession(rec, s)
+		r.SessionExpired = sessionEra && sessionExpired(rec, s)
 		return r
 
 	case errors.Is(err, auth.ErrUnavailable):
@@ -198,9 +203,9 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		}
 		return v(ServerError)
 
-	case sessionEra && staleSession(rec, s):
+	case sessionEra && sessionExpired(rec, s):
 		// The TypeScript SDK's servers, and the many copied from them,
-		// answer an unknown session with 400 and a JSON-RPC error (F26).
+		// answer an expired session with 400 and a JSON-RPC error (F26).
 		return v(Expired)
 
 	case errors.Is(err, transport.ErrLegacySSEServer):
@@ -209,7 +214,7 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 
 	case mcp.IsUnsupportedProtocolVersion(err):
 		// The server was upgraded or rolled back under us. It rejected the
-		// request unread, so any call may be replayed after one
+		// request unread, so any call may be resent after one
 		// re-negotiation.
 		r := v(Expired)
 		r.Renegotiate = true
@@ -365,13 +370,13 @@ func rpcCode(err error, rec wire.Record) int {
 	return 0
 }
 
-// staleSession reports whether the last request's answer says the server no
-// longer knows the session it carried (F26): a 404, or a 400 with a
+// sessionExpired reports whether the last request's answer says the session
+// it carried expired (F26): a 404, or a 400 with a
 // JSON-RPC error, to a request with a session id on a session the server has
 // accepted before. A 400 on a session that has served nothing yet is the
 // server's answer to the request, as is an error that can only be about the
 // request itself.
-func staleSession(rec wire.Record, s Session) bool {
+func sessionExpired(rec wire.Record, s Session) bool {
 	if !rec.WithSession || !s.Served {
 		return false
 	}
@@ -385,7 +390,7 @@ func staleSession(rec wire.Record, s Session) bool {
 }
 
 // requestFault reports whether a JSON-RPC error code is about the request
-// as sent (it would be refused by any session): not a sign of a lost one.
+// as sent (it would be refused by any session): not a sign of an expired one.
 func requestFault(code int) bool {
 	switch code {
 	case mcp.PARSE_ERROR, mcp.METHOD_NOT_FOUND, mcp.INVALID_PARAMS:

@@ -227,8 +227,8 @@ func TestClassifyALostAnswerStream(t *testing.T) {
 			if v.Class != OutcomeUnknown || !v.MayHaveRun() {
 				t.Fatalf("Verdict %+v; want outcome unknown", v)
 			}
-			if v.SessionGone != tt.wantGone {
-				t.Errorf("SessionGone %v, want %v", v.SessionGone, tt.wantGone)
+			if v.SessionExpired != tt.wantGone {
+				t.Errorf("SessionExpired %v, want %v", v.SessionExpired, tt.wantGone)
 			}
 			if !strings.Contains(v.Why, tt.wantWhy) {
 				t.Errorf("why %q, want it to say %q", v.Why, tt.wantWhy)

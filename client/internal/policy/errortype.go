@@ -15,7 +15,7 @@ import (
 // ErrorType, and CallEnd's when the call returns the server's answer as
 // is). It is the verdict's class, named, so that what observers count is
 // what the client decided on: a 404 in the stateless era is the server's
-// answer, not a lost session, for both.
+// answer, not an expired session, for both.
 const (
 	TypeWrongAnswer       = "wrong_answer"       // the answer carried another request's id
 	TypeResponseTooLarge  = "response_too_large" // the answer was larger than WithMaxResponseBytes

@@ -19,7 +19,7 @@ const (
 
 // SafeToRepeat decides whether a call whose attempt may have run may be
 // sent again. Only the outcome-unknown path asks: a request that provably
-// did not run (a refused connection, a 503, a stale session's 404) is sent
+// did not run (a refused connection, a 503, an expired session's 404) is sent
 // again whatever r says, since nothing ran. byNature is asked only when the
 // options leave it to the method: for a tools/call it may list the
 // server's tools.
@@ -35,10 +35,11 @@ func SafeToRepeat(r Repeat, byNature func() bool) bool {
 
 // Outage reports whether a failed attempt counts towards the circuit
 // breaker (WithFailFastAfter): the server could not be reached, or failed
-// as a whole (a transport failure, a 5xx that may have run it). A tool's
-// isError, a JSON-RPC error, a 4xx (a 429 too), a refusal (501, 505) and a
-// stale session's 404 all prove the server is there; a caller's deadline
-// proves nothing.
+// as a whole (a transport failure, a 5xx, a 503 that declined it unread
+// included). A tool's isError, a JSON-RPC error, a 4xx (a 429 too), a
+// refusal (501, 505), a wrong answer and an expired session's 404 all prove
+// the server is there; a pooled connection the server had closed says
+// nothing of it; a caller's deadline proves nothing.
 func (v Verdict) Outage() bool {
 	switch v.Class {
 	case Caller, ServerError, AuthRequired, Expired, Rejected:

@@ -8,7 +8,7 @@ type Loss int
 
 const (
 	NoLoss          Loss = iota // kept in service
-	LossExpired                 // the server forgot it or changed protocol version: open a new one
+	LossExpired                 // it expired, or the server changed protocol version: open a new one
 	LossUnreachable             // no connection could be made: the session may be fine, ask it once the server answers
 	LossRequested               // the caller initialized again with another request
 	LossUnhealthy               // failed its probes: the connection is dead or hung
@@ -16,16 +16,16 @@ const (
 )
 
 // Drains reports whether a session lost for this reason is closed only
-// when its last lease returns, as HikariCP evicts a connection: the server
-// forgot it or the caller asked for another, so calls in flight on it get
+// when its last lease returns, as HikariCP evicts a connection: it expired
+// or the caller asked for another, so calls in flight on it get
 // their own answers rather than being cut by our own close. A dead, hung
 // or corrupt session is closed at once, so that safe calls in flight on it
 // are sent again.
 func (l Loss) Drains() bool { return l == LossExpired || l == LossRequested }
 
 // Reinitializes reports whether replacing a session lost for this reason
-// is a re-initialization (the server's session is gone) rather than a
-// redial (the connection is).
+// is a re-initialization (it expired) rather than a redial (its connection
+// broke or hung, it answered another request, the server was unreachable).
 func (l Loss) Reinitializes() bool { return l == LossExpired }
 
 // ProbeOutcome is what a probe's answer means for its session.

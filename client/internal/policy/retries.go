@@ -34,15 +34,15 @@ type Retries struct {
 	CtxErr error
 
 	// attempts counts sends that may have reached the server's handler
-	// (outcome unknown); replays after a re-initialization have their own
-	// count, so that a call spanning two restarts is not failed for it,
+	// (outcome unknown); resends after an expiry have their own count
+	// (expiries), so that a call spanning two restarts is not failed for it,
 	// while a server that answers 404 to everything still cannot hold a
 	// call in a loop. Sends that provably did not run are bounded by the
 	// deadline and the retry budget, not counted.
-	attempts, replays int
-	renegotiated      bool
-	staleRetried      bool            // the one free retry after a stale pooled connection is spent
-	pauses            backoff.BackOff // made on the first retry that must wait
+	attempts, expiries int
+	renegotiated       bool
+	staleRetried       bool            // the one free retry after a stale pooled connection is spent
+	pauses             backoff.BackOff // made on the first retry that must wait
 }
 
 // Ending is how a call ends after a failed attempt, if it does.
@@ -70,7 +70,7 @@ type Action struct {
 	Reconnect bool // not a retry: wait for a session from the reconnect loop
 	CloseIdle bool // drop the HTTP client's idle connections
 	Budget    bool // the retry is paid from the shared retry budget
-	Replay    bool // the retry is a replay on a new session
+	Expired   bool // the retry is a resend after the session expired, on a new session
 	Pause     time.Duration
 	Refused   bool // a replay refused because the call is not safe to repeat
 }
@@ -139,9 +139,9 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		}
 		// One restart expires every session of a pool, and a call may meet
 		// each of them once before it meets a new one.
-		a := Action{Discard: LossExpired, Replay: true}
-		if r.replays++; r.replays > r.Max+r.PoolSize-1 {
-			a.End, a.Why = GiveUp, fmt.Sprintf("the session was lost %d times in a row", r.replays)
+		a := Action{Discard: LossExpired, Expired: true}
+		if r.expiries++; r.expiries > r.Max+r.PoolSize-1 {
+			a.End, a.Why = GiveUp, fmt.Sprintf("the session expired %d times in a row", r.expiries)
 		}
 		return a
 
@@ -171,7 +171,7 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		switch {
 		case v.Corrupt:
 			a.Discard = LossCorrupt
-		case v.SessionGone:
+		case v.SessionExpired:
 			a.Discard = LossExpired
 		}
 		if !safe() {

@@ -34,14 +34,13 @@ const (
 	// for again on this session (AfterStream stops the loop; mcp-go's
 	// listener stops by itself); each new session asks once (F8).
 	StreamAbsent
-	// StreamSessionLost: a 404 or a 400 to a stream the server accepted
-	// before on this session: the server lost the session (a restart, an
-	// expiry) (F27).
-	StreamSessionLost
+	// StreamSessionExpired: a 404 or a 400 to a stream the server accepted
+	// before on this session: the session expired (F27).
+	StreamSessionExpired
 	// StreamAskSession: a 404 or a 400 to a stream refused from the start:
 	// either a server that does not offer the stream (it should say 405;
-	// some say 404 or 400) or one that forgot the session before its
-	// stream first went out (a restart between the session's opening and
+	// some say 404 or 400) or a session that expired before its stream
+	// first went out (a restart between the session's opening and
 	// its stream, or before a late handler opened it). The session is
 	// asked once, with a probe, and replaced only if the probe's loss is
 	// LossExpired; if it answers, the server has no stream, as for 405.
@@ -58,7 +57,7 @@ func StreamRefused(status int, openedBefore bool) StreamRefusal {
 	case status != http.StatusNotFound && status != http.StatusBadRequest:
 		return StreamServed
 	case openedBefore:
-		return StreamSessionLost
+		return StreamSessionExpired
 	}
 	return StreamAskSession
 }
@@ -75,9 +74,9 @@ type StreamAnswer struct {
 	OpenedBefore bool
 	// For StreamAskSession, what the probe of the session found:
 	// SessionAlive, the server knows the session (so it has no stream);
-	// SessionForgotten, it does not; neither, the probe could not tell
+	// SessionExpired, the session expired; neither, the probe could not tell
 	// (the server is unreachable or busy) and the next refusal asks again.
-	SessionAlive, SessionForgotten bool
+	SessionAlive, SessionExpired bool
 }
 
 // StreamVerdict classifies a failed opening of a session-era event stream,
@@ -94,12 +93,12 @@ func StreamVerdict(a StreamAnswer) Verdict {
 	switch StreamRefused(a.Status, a.OpenedBefore) {
 	case StreamAbsent:
 		return Verdict{Class: ServerError, Why: "the server has no event stream"}
-	case StreamSessionLost:
-		return Verdict{Class: Expired, SessionGone: true, Why: "the server no longer knows the session"}
+	case StreamSessionExpired:
+		return Verdict{Class: Expired, SessionExpired: true, Why: "the session expired"}
 	case StreamAskSession:
 		switch {
-		case a.SessionForgotten:
-			return Verdict{Class: Expired, SessionGone: true, Why: "the server no longer knows the session, nor does its probe"}
+		case a.SessionExpired:
+			return Verdict{Class: Expired, SessionExpired: true, Why: "the session expired: its probe says so too"}
 		case a.SessionAlive:
 			return Verdict{Class: ServerError, Why: "the server has no event stream: it refused it on a session it knows"}
 		}
@@ -127,7 +126,7 @@ type StreamNext int
 const (
 	// StreamReopen: ask for the stream again, after StreamAction.Pause.
 	StreamReopen StreamNext = iota
-	// StreamRenew: the server lost the session, changed its protocol
+	// StreamRenew: the session expired, the server changed its protocol
 	// version, or the session answered another request: take it out of
 	// service (StreamAction.Discard); the session that replaces it opens
 	// its own stream.
@@ -162,7 +161,7 @@ func AfterStream(v Verdict) StreamAction {
 	switch {
 	case v.Corrupt:
 		a.Next, a.Discard = StreamRenew, LossCorrupt
-	case v.Class == Expired, v.SessionGone:
+	case v.Class == Expired, v.SessionExpired:
 		a.Next, a.Discard = StreamRenew, LossExpired
 	case v.Class == ServerError, v.Class == AuthRequired, v.Class == Caller:
 		// The server's own answer, which asking again would only repeat;

@@ -9,9 +9,14 @@ import (
 	"syscall"
 )
 
-// The one list of what a transport error says about a request: whether it
-// was sent, and whether the connection failed under it. Every rule that
-// reads errno values or net/http's messages is here.
+// What a transport error says about a request: whether a connection was
+// made (IsDialError), whether the request was written (IsWriteError,
+// IsServerClosedIdle, IsCannotRewind, IsPeerClosedBeforeWrite), whether the
+// connection failed under it (ConnectionBroke, IsNetworkError), and what an
+// HTTP/2 peer's refusal of its stream promises (HTTP2Refusal). Every rule
+// that reads a transport error's errno values or net/http's messages is
+// here; the policy decides what each means. The connection check reads the
+// socket itself, not an error (conncheck_*.go).
 
 // IsDialError reports whether err means no connection could be made, so the
 // request was certainly not sent.

@@ -1,0 +1,7 @@
+//go:build !(darwin || dragonfly || freebsd || linux || netbsd || openbsd || windows)
+
+package filelock
+
+import "os"
+
+func tryLock(string) (*os.File, error) { return nil, ErrUnsupported }
