@@ -12,7 +12,7 @@ import (
 // BenchmarkCallPath is the cost of the call path alone: everything a call
 // does around mcp-go (session lease, health bookkeeping, budget, call
 // timeout, the exchange that records HTTP outcomes), with a send that does
-// nothing. The root package's BenchmarkCallLatency measures it end to end.
+// nothing. BenchmarkCallLatency in test/bench measures it end to end.
 func BenchmarkCallPath(b *testing.B) {
 	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
 	if err != nil {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,18 +53,13 @@ func answerText(res *mcp.CallToolResult) string {
 	return text.Text
 }
 
-var framings = []struct {
-	name string
-	sse  bool
-}{{"json", false}, {"sse", true}}
-
 // F18: an answer that carries another request's id is never returned. The
 // session that gave it is replaced; a safe call is sent again on the new
 // one, an unsafe one is ErrOutcomeUnknown and ran once.
 func TestF18AnotherRequestsAnswerIsNeverReturned(t *testing.T) {
-	for _, f := range framings {
-		t.Run(f.name+"/unsafe", func(t *testing.T) {
-			srv, c := hostileRig(t, hostile.Then(1, hostile.WrongID(f.sse), hostile.Right(f.sse)))
+	for _, f := range rig.Framings {
+		t.Run(f.Name+"/unsafe", func(t *testing.T) {
+			srv, c := hostileRig(t, hostile.Then(1, hostile.WrongID(f.SSE), hostile.Right(f.SSE)))
 			ctx, _ := withDeadline(t, 20*time.Second)
 			start := time.Now()
 			res, err := c.CallTool(ctx, rig.ToolRequest("increment", nil))
@@ -91,8 +83,8 @@ func TestF18AnotherRequestsAnswerIsNeverReturned(t *testing.T) {
 				t.Errorf("%d sessions initialized, want 2: the corrupt one replaced", n)
 			}
 		})
-		t.Run(f.name+"/safe", func(t *testing.T) {
-			srv, c := hostileRig(t, hostile.Then(1, hostile.WrongID(f.sse), hostile.Right(f.sse)))
+		t.Run(f.Name+"/safe", func(t *testing.T) {
+			srv, c := hostileRig(t, hostile.Then(1, hostile.WrongID(f.SSE), hostile.Right(f.SSE)))
 			ctx, _ := withDeadline(t, 20*time.Second)
 			res, err := c.CallTool(ctx, rig.ToolRequest("echo", nil))
 			if err != nil {
@@ -112,51 +104,16 @@ func TestF18AnotherRequestsAnswerIsNeverReturned(t *testing.T) {
 	}
 }
 
-// heapPeak samples the live heap until stopped, and reports its highest
-// point above what it was at the start (after a GC).
-func heapPeak(t testing.TB) (stop func() uint64) {
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	base := read()
-	var (
-		wg   sync.WaitGroup
-		peak uint64
-		done = make(chan struct{})
-	)
-	wg.Go(func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			peak = max(peak, read())
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		peak = max(peak, read())
-		if peak < base {
-			return 0
-		}
-		return peak - base
-	}
-}
-
 // F19: a 200 MB answer is refused at the limit: at once, not at the
 // deadline; never replayed, even for a safe tool (the same answer would
 // come back); in memory bounded by the limit and mcp-go's copies of it.
 func TestF19HugeAnswerIsRefusedAtTheLimit(t *testing.T) {
 	const limit = 16 << 20 // the default
-	for _, f := range framings {
-		t.Run(f.name, func(t *testing.T) {
-			srv, c := hostileRig(t, hostile.Huge(200<<20, f.sse))
+	for _, f := range rig.Framings {
+		t.Run(f.Name, func(t *testing.T) {
+			srv, c := hostileRig(t, hostile.Huge(200<<20, f.SSE))
 			ctx, _ := withDeadline(t, 5*time.Second)
-			peak := heapPeak(t)
+			peak := rig.HeapPeak(t)
 			start := time.Now()
 			_, err := c.CallTool(ctx, rig.ToolRequest("echo", nil))
 			elapsed := time.Since(start)
@@ -179,7 +136,7 @@ func TestF19HugeAnswerIsRefusedAtTheLimit(t *testing.T) {
 			// and the new (3x), and the buffer before them may not have
 			// been collected yet (3.5x). And some slack for the process.
 			bound := uint64(2*limit + limit/2)
-			if !f.sse {
+			if !f.SSE {
 				bound = 4 * limit
 			}
 			if grew > bound {
@@ -210,9 +167,9 @@ func TestF19KeepaliveOnlyStreamEndsAtTheDeadline(t *testing.T) {
 // F19: a call returns by its deadline even while its answer is still
 // arriving, a byte at a time.
 func TestF19TricklingAnswerEndsAtTheDeadline(t *testing.T) {
-	for _, f := range framings {
-		t.Run(f.name, func(t *testing.T) {
-			srv, c := hostileRig(t, hostile.Trickle(50*time.Millisecond, f.sse))
+	for _, f := range rig.Framings {
+		t.Run(f.Name, func(t *testing.T) {
+			srv, c := hostileRig(t, hostile.Trickle(50*time.Millisecond, f.SSE))
 			ctx, deadline := withDeadline(t, time.Second)
 			_, err := c.CallTool(ctx, rig.ToolRequest("increment", nil))
 			if late := time.Since(deadline); late > time.Second {
@@ -327,70 +284,5 @@ func TestRedirectKeepsCredentialsAtTheOrigin(t *testing.T) {
 				t.Errorf("%s: session id sent: %v", tc.name, sessionSent)
 			}
 		})
-	}
-}
-
-// BenchmarkHugeAnswer is F19 against raw mcp-go: a 200 MB answer to a call
-// with a 5s deadline, as JSON and as one SSE event. It reports how long the
-// call took, how far the heap grew while it ran, and how many calls
-// returned the answer (raw mcp-go's JSON decoding does, after the
-// deadline). A raw iteration takes 5 to 12 seconds, and its SSE decoding
-// goes on for up to a minute after the call returned: -short skips them.
-func BenchmarkHugeAnswer(b *testing.B) {
-	for _, f := range framings {
-		for _, raw := range []bool{true, false} {
-			name := f.name + "/resilientmcp"
-			if raw {
-				name = f.name + "/raw"
-			}
-			b.Run(name, func(b *testing.B) {
-				if raw && testing.Short() {
-					b.Skip("raw mcp-go reads all 200 MB")
-				}
-				srv := hostile.New(hostile.Huge(200<<20, f.sse))
-				b.Cleanup(srv.Close) // after the clients' cleanups
-				var call func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
-				if raw {
-					// Raw mcp-go keeps decoding a huge SSE event on a
-					// goroutine of its own after the call returned: wait
-					// for it (bounded), lest it be measured with the next
-					// benchmark.
-					before := runtime.NumGoroutine()
-					b.Cleanup(func() {
-						for i := 0; i < 600 && runtime.NumGoroutine() > before; i++ {
-							time.Sleep(100 * time.Millisecond)
-						}
-					})
-					call = rig.RawClient(b, srv.URL).CallTool
-				} else {
-					c, err := client.New(srv.URL)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer c.Close()
-					if _, err := c.Initialize(context.Background(), rig.BenchInit()); err != nil {
-						b.Fatal(err)
-					}
-					call = c.CallTool
-				}
-				var took time.Duration
-				var grew, answered uint64
-				for b.Loop() {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					peak := heapPeak(b)
-					start := time.Now()
-					if _, err := call(ctx, rig.ToolRequest("echo", nil)); err == nil {
-						answered++
-					}
-					took += time.Since(start)
-					grew = max(grew, peak())
-					cancel()
-				}
-				b.ReportMetric(0, "ns/op")
-				b.ReportMetric(float64(took.Milliseconds())/float64(b.N), "ms/call")
-				b.ReportMetric(float64(grew)/(1<<20), "heap-MiB")
-				b.ReportMetric(float64(answered)/float64(b.N), "answered/call")
-			})
-		}
 	}
 }

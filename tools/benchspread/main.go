@@ -3,7 +3,7 @@
 // metric of every benchmark, as a markdown table, so that each figure
 // published in README.md and BENCHMARKS.md comes from one pipeline:
 //
-//	go test -run '^$' -bench BenchmarkCallLatency -benchmem -count=5 . | go run ./internal/cmd/benchspread
+//	go test -run '^$' -bench BenchmarkCallLatency -benchmem -count=5 ./test/bench | go run ./tools/benchspread
 //
 // The table has a row per benchmark and metric, in the order they first
 // appear: benchmark, metric, min, median, max, n (the number of runs). A

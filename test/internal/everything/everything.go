@@ -4,7 +4,7 @@
 // that hold the client to servers nobody here wrote. The test controls it by
 // PID, with real signals: SIGTERM, SIGKILL, SIGSTOP and SIGCONT.
 //
-// Install it with: npm ci --prefix internal/everything
+// Install it with: npm ci --prefix test/internal/everything
 package everything
 
 import (
@@ -46,10 +46,10 @@ func entry() string {
 // error saying what is missing and how to install it.
 func Installed() error {
 	if _, err := exec.LookPath("node"); err != nil {
-		return fmt.Errorf("node is not installed (apt-get install nodejs npm), then: npm ci --prefix internal/everything")
+		return fmt.Errorf("node is not installed (apt-get install nodejs npm), then: npm ci --prefix test/internal/everything")
 	}
 	if _, err := os.Stat(entry()); err != nil {
-		return fmt.Errorf("server-everything %s is not installed: npm ci --prefix internal/everything", Version)
+		return fmt.Errorf("server-everything %s is not installed: npm ci --prefix test/internal/everything", Version)
 	}
 	return nil
 }
