@@ -17,6 +17,8 @@ func BenchInit() mcp.InitializeRequest {
 	return req
 }
 
+// RawClient is raw mcp-go's client of url, started and initialized with
+// BenchInit, closed when the benchmark ends.
 func RawClient(b *testing.B, url string, opts ...transport.StreamableHTTPCOption) *mcpclient.Client {
 	b.Helper()
 	raw, err := mcpclient.NewStreamableHttpClient(url, opts...)

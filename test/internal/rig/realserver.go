@@ -37,6 +37,8 @@ const (
 
 func (k Kill) String() string { return [...]string{"SIGTERM", "SIGKILL"}[k] }
 
+// Kills are the ways a restart ends the server's process, for tests that
+// restart it each way.
 var Kills = []Kill{sigterm, sigkill}
 
 // RealServer is a server nobody here wrote, driven as its deployment would
@@ -68,6 +70,8 @@ type RealServer interface {
 // goSDK is the official Go SDK's server, in process (gosdkserver).
 type goSDK struct{ Srv *gosdkserver.Server }
 
+// StartGoSDK starts the official Go SDK's server in process with cfg,
+// closed when the test ends.
 func StartGoSDK(t *testing.T, cfg gosdkserver.Config) *goSDK {
 	t.Helper()
 	srv, err := gosdkserver.Start(cfg)
@@ -129,6 +133,9 @@ type ServerEverything struct {
 	Proxy *faultproxy.Proxy
 }
 
+// StartEverything starts server-everything with node behind a fault proxy,
+// stopped when the test ends; the test skips if node or the pinned package
+// is missing.
 func StartEverything(t *testing.T) *ServerEverything {
 	t.Helper()
 	if err := everything.Installed(); err != nil {
@@ -341,6 +348,8 @@ func (ty *Tally) Add(err error) string {
 	return kind
 }
 
+// ErrKind is the class of a call's error the tallies count: ok, outcome
+// unknown, unavailable, or untyped.
 func ErrKind(err error) string {
 	switch {
 	case err == nil:

@@ -27,6 +27,8 @@ type Rig struct {
 	C     *client.ResilientClient
 }
 
+// New starts a test server with cfg, behind a fault proxy if viaProxy, and
+// a ResilientClient of it with opts; all are closed when the test ends.
 func New(t *testing.T, cfg testserver.Config, viaProxy bool, opts ...client.Option) *Rig {
 	t.Helper()
 	srv, err := testserver.Start(cfg)
@@ -166,6 +168,7 @@ func Eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
+// BothEras are the test server's two eras, for scenarios that run in each.
 var BothEras = []testserver.Era{testserver.SessionEra, testserver.StatelessEra}
 
 // LogRecorder keeps what the client logs, for tests that check a log line.
