@@ -46,7 +46,8 @@ type Config struct {
 	// Jitter spreads the later waits to Interval ± Jitter·Interval, so that
 	// probes do not fall back into step. Default 0.1.
 	Jitter float64
-	// Timeout bounds one probe. Default: Interval/2, or 10s without one.
+	// Timeout bounds one probe. Default: DefaultTimeout(Interval), Interval/2
+	// and at most 10s, or 10s without an Interval.
 	Timeout time.Duration
 	// Threshold is the number of failed probes in a row after which the
 	// member is unhealthy. Default 1.
@@ -65,10 +66,11 @@ type Config struct {
 }
 
 // BusyError is a probe's answer from a member that is alive but asks not to
-// be probed again before After (an HTTP 503 or 429 with Retry-After): it is
-// neither a failure nor a sign of life. The background prober waits at least
-// After before the next probe; Check returns it to the caller, who decides
-// what a busy member means for its own work.
+// be probed again before After (an HTTP 503 or 429; After is its
+// Retry-After, 0 without one): it is neither a failure nor a sign of life.
+// The background prober waits at least After before the next probe; Check
+// returns it to the caller, who decides what a busy member means for its own
+// work.
 type BusyError struct {
 	After time.Duration
 	Err   error
