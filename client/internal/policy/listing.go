@@ -3,8 +3,9 @@ package policy
 import "fmt"
 
 // AfterListingRestart decides whether a listing (the iterators over tools,
-// prompts, resources) that has met restarts re-initializations in a row,
-// each a page from a session opened after the listing began, starts over
+// prompts, resources) that has met restarts new sessions in a row (a
+// re-initialization or a redial), each a page from a session opened after
+// the listing began, starts over
 // once more: a cursor of the old server means nothing to the new one. A
 // server that is replaced under every listing must not hold the loop
 // forever, so after max restarts (WithMaxAttempts) the listing gives up;

@@ -104,7 +104,7 @@ const (
 	PollAgain TaskStep = iota
 	// TaskLost: the server answered that it does not know the task (-32602,
 	// "task not found" or "task has expired"): it restarted without a
-	// durable task store, or the task was bound to a session that is gone,
+	// durable task store, or the task was bound to a session that expired,
 	// or it expired. Its outcome is unknown; it is never sent again.
 	TaskLost
 	// TaskAnswered: the server's own answer about something else (a
