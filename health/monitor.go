@@ -1,8 +1,10 @@
 // Package health decides whether a connection (or anything that can be
 // probed) is alive: it records signs of life, probes a member that has been
 // idle for an interval, and reports it unhealthy after a number of failed
-// probes in a row. Traffic is proof of life, so a busy member is not probed
-// once its first interval has passed.
+// probes in a row. Traffic is proof of life, so a member in steady use
+// (touched more often than every (1−Jitter)·Interval) is probed at most
+// once, early in its first interval, and never again while the traffic
+// goes on.
 //
 // An idle member costs a timer, not a goroutine: a process may watch
 // thousands.
