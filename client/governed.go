@@ -69,9 +69,10 @@ func (c *ResilientClient) anyReady() bool {
 	return false
 }
 
-// dialVerdict is what a failed dial (opening a session or getting the kept one back) says
-// of the server. A dial that ran out of its connect timeout met a server
-// that does not answer, unless the client was closing.
+// dialVerdict is what a failed dial (opening a session or getting the
+// kept one back) says of the server. A dial that ran out of its connect
+// timeout met a server that does not answer, unless the client was
+// closing.
 func dialVerdict(err error, closing bool) policy.Verdict {
 	if pe := new(probeError); errors.As(err, &pe) {
 		return pe.verdict
