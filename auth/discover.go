@@ -15,7 +15,7 @@ import (
 // discovery is where and how a protected resource is authorized: what
 // RFC 9728 and RFC 8414 discovery found, or the 2025-03-26 defaults.
 type discovery struct {
-	resource        string   // the RFC 8707 resource indicator sent on every request to the AS
+	resource        string   // the RFC 8707 resource indicator sent on every authorization and token request
 	scopesSupported []string // the protected resource's, for scope selection
 	as              serverMetadata
 }
@@ -116,8 +116,9 @@ func serverMetadataURLs(issuer *url.URL) []string {
 	}
 }
 
-// getJSON reads url into v. A 4xx is "not here" (found false); a server
-// that cannot be reached or answers 5xx is unavailable.
+// getJSON reads url into v. A server that cannot be reached or answers 5xx
+// or 429 is unavailable; any other answer but a 200 with JSON is "not
+// here" (found false).
 func getJSON(ctx context.Context, hc *http.Client, u string, v any) (found bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

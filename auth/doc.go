@@ -12,8 +12,8 @@
 // OAuth is MCP's authorization (2025-11-25, with the 2025-03-26
 // fallbacks): discovery from the WWW-Authenticate challenge (RFC 9728,
 // RFC 8414, OpenID), client ID metadata documents or dynamic registration
-// (RFC 7591), PKCE S256, resource indicators (RFC 8707) on every request
-// to the authorization server, scope selection and step-up, token endpoint
+// (RFC 7591), PKCE S256, resource indicators (RFC 8707) on every
+// authorization and token request, scope selection and step-up, token endpoint
 // authentication none, client_secret_basic, client_secret_post and
 // private_key_jwt (RFC 7523), the authorization-code and client_credentials
 // grants. Its lifecycle: a refresh 10 % of the lifetime before expiry, one

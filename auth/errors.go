@@ -43,7 +43,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // InsufficientScopeError is a request the server refused for want of
 // scope (403 insufficient_scope) that the client could not get: the
-// scopes were already held or refused, or three authorizations were spent.
+// scopes were already held or refused, or the request was refused for want
+// of scope on its third send, the limit for one request (three tokens when
+// no 401 came first).
 type InsufficientScopeError struct {
 	Scopes []string // what the server asked for
 	Err    error    // why no token with them could be had, if known

@@ -22,7 +22,10 @@ import (
 // Config is how a client authorizes with OAuth 2.1 as the MCP
 // authorization spec has it (2025-11-25, with the 2025-03-26 fallbacks).
 type Config struct {
-	ClientID, ClientSecret string // pre-registered; wins over the two below
+	// ClientID, ClientSecret: a pre-registered client. ClientID wins over
+	// ClientMetadataURL and dynamic registration; with PrivateKey set the
+	// client authenticates with the key, not the secret.
+	ClientID, ClientSecret string
 	// ClientMetadataURL is a client ID metadata document's URL: preferred
 	// over dynamic registration when the authorization server supports it.
 	ClientMetadataURL string
@@ -39,7 +42,8 @@ type Config struct {
 	RedirectURI             string // the authorization-code flow's
 	// Scopes: empty is the challenge's scope, else the protected resource's
 	// scopes_supported, else no scope parameter; offline_access is added
-	// when the authorization server lists it.
+	// for the authorization-code grant when the authorization server lists
+	// it.
 	Scopes []string
 	// Store is where the grant lives: the client registration and the
 	// tokens, keyed by issuer, resource and client. nil is
@@ -81,7 +85,7 @@ type Env struct {
 	ClientName string       // for dynamic registration
 	HTTPClient *http.Client // for the authorization server; never carries the MCP token
 	Logger     *slog.Logger
-	NewBackOff func() backoff.BackOff // pacing of an unreachable authorization server
+	NewBackOff func() backoff.BackOff // pacing of an unreachable authorization server or Store
 	// OnRenewal, if set, is told of every renewal this process sent to the
 	// authorization server, a refresh or an authorization, once it ended:
 	// err is nil when a token came. It runs on the renewal's goroutine,
@@ -99,7 +103,7 @@ const maxRenewals = 3
 
 // OAuth is one client's OAuth 2.1 token source: all its sessions and
 // goroutines share one token, one renewal at a time, and one backoff when
-// the authorization server is down. A renewal runs under the Store's lock
+// the authorization server (or the Store) is down. A renewal runs under the Store's lock
 // for its key, so that processes sharing the Store renew once between
 // them too: in this process, the renewal under way is the fast path
 // (callers wait for it) in front of that lock.
@@ -132,7 +136,7 @@ type OAuth struct {
 	held       []string        // the scopes tok was asked with, sorted
 	refused    map[string]bool // scope sets an authorization did not give
 	lost       error           // the grant is lost: calls fail at once
-	retryAt    time.Time       // the authorization server is down: no request before
+	retryAt    time.Time       // the authorization server or the Store is down: no renewal before
 	backoff    backoff.BackOff
 	// renewing describes the renewal under way, nil if none. It is set
 	// when the renewal starts and cleared, with flights.Forget, when it

@@ -20,9 +20,12 @@ type Authorizer interface {
 	InsufficientScope(ctx context.Context, token string, ch Challenge) (string, error)
 }
 
-// maxAuthorizations bounds the tokens one request is sent with: the
-// first authorization and two step-ups (the MCP spec's advice against
-// authorization loops).
+// maxAuthorizations bounds the step-ups of one request: a 403
+// insufficient_scope to its third send (or a later one) ends it, so a
+// request has at most two step-ups (the MCP spec's advice against
+// authorization loops). A 401 gets a
+// replacement unless the token refused was itself a 401's replacement;
+// the sends of one request never pass maxAuthorizations+1.
 const maxAuthorizations = 3
 
 // Transport adds the Authorizer's token to every request for Origin.
@@ -30,8 +33,9 @@ const maxAuthorizations = 3
 // request refused with the same token) and sends the request again: a 401
 // means it did not run, so this is safe for any request. A 403
 // insufficient_scope is a step-up: a token with more scope, then the
-// request again, at most three tokens per request. A request for another
-// origin (scheme, host and port) is sent without a token.
+// request again, unless the request was already sent three times (see
+// maxAuthorizations). A request for another origin (scheme, host and
+// port) is sent without a token.
 //
 // A Transport is safe for concurrent use.
 type Transport struct {

@@ -96,8 +96,8 @@ func ProgressTimeout(idle time.Duration) CallOption {
 }
 
 // OnProgress has f called with each notifications/progress of this call,
-// in the order they arrived, and none of any other call's, through replays
-// and re-initializations. f runs on a goroutine of the call's own, so a
+// in the order they arrived, and none of any other call's, through its
+// retries (resends and replays) and reconnects. f runs on a goroutine of the call's own, so a
 // slow f does not stall the session; notifications that arrive while f runs
 // are queued (up to 1024; beyond, the newest are dropped and counted in
 // Stats().DroppedNotifications). Every notification that arrived before the
@@ -126,10 +126,10 @@ func NeverRepeat() CallOption {
 }
 
 // FailFast says that the call would rather fail than wait for a session:
-// when the client has no session in service and the last attempt to open
-// one failed, the call ends at once with ErrUnavailable (it did not run).
-// While the first attempt to reconnect is under way, the call waits for it
-// (within its deadline): a restart is often over by then. This is gRPC's
+// when the client has no session in service and the last dial failed, the
+// call ends at once with ErrUnavailable (it did not run). While the first
+// dial (a member's first, or a reconnect's) is under way, the call waits for
+// it (within its deadline): a restart is often over by then. This is gRPC's
 // default (its WaitForReady(false)); the client's default is to wait,
 // within the deadline, through a restart.
 func FailFast() CallOption {

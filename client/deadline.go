@@ -17,7 +17,9 @@ const deadlineSlack = 16
 //
 // Why: such a context carries nothing to inherit, so calls may share one;
 // and a context made and cancelled per call measurably costs: about 3% of a
-// loopback call's time and 7 allocations (see BENCHMARKS.md). Calls that
+// loopback call's time and 7 allocations (BenchmarkCallLatency,
+// ctx=background, when this was written; BENCHMARKS.md does not keep the
+// figure). Calls that
 // start within the same slice of time get the same context, whose deadline
 // is at least the timeout away and at most timeout/deadlineSlack later.
 //

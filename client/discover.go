@@ -16,10 +16,10 @@ import (
 //   - It keeps the answer until negotiate takes it. mcp-go turns the answer
 //     into an InitializeResult and drops the versions the server listed,
 //     which negotiate needs to believe the stateless era; without them it
-//     would have to ask the server again, a round trip per connect.
+//     would have to ask the server again, a round trip per session opened.
 //   - It keeps the session id the answer to initialize carried: mcp-go
-//     forgets it when the server forgets the session before the handshake
-//     is over (F39), and the client counts that session as opened and lost.
+//     drops it when the session expires before the handshake is over
+//     (F39), and the client counts that session as opened and lost.
 //   - If the connection broke under it (a pooled connection the server
 //     closed), it fails the handshake with that error instead of letting
 //     mcp-go take the server for a session-era one and send initialize: a

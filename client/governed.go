@@ -33,7 +33,7 @@ func (c *ResilientClient) whileNoSession(ctx context.Context, w pool.Waiting) er
 	b := c.brk.Load()
 	switch policy.WhileNoSession(failFast, w.Failed, b.isOpen()) {
 	case policy.FailFastNoSession:
-		return &failedFast{why: "no session, and the last attempt to open one failed (FailFast)", last: w.Last}
+		return &failedFast{why: "no session, and the last dial failed (FailFast)", last: w.Last}
 	case policy.FailFastOutage:
 		why := "failing fast: the server has been unreachable for longer than " + b.after.String()
 		if since := b.outageSince(); !since.IsZero() {
@@ -69,9 +69,10 @@ func (c *ResilientClient) anyReady() bool {
 	return false
 }
 
-// dialVerdict is what a failed attempt to open (or get back) a session says
-// of the server. A dial that ran out of its connect timeout met a server
-// that does not answer, unless the client was closing.
+// dialVerdict is what a failed dial (opening a session or getting the
+// kept one back) says of the server. A dial that ran out of its connect
+// timeout met a server that does not answer, unless the client was
+// closing.
 func dialVerdict(err error, closing bool) policy.Verdict {
 	if pe := new(probeError); errors.As(err, &pe) {
 		return pe.verdict

@@ -17,8 +17,9 @@ import (
 // pair; the error is one the error contract allows.
 //
 // Each page is a call of its own, so it survives what any call survives. A
-// listing that meets a re-initialization (a page comes from a session opened
-// after the listing began) starts again from req's cursor, since a cursor of
+// listing that meets a reconnect (a page comes from a session that replaced
+// a lost one after the first page: a re-initialization or a redial) starts
+// again from req's cursor, since a cursor of
 // the old server means nothing to the new one, and skips what it already
 // yielded: the loop sees each tool once, and never pages of two servers
 // stitched together. After WithMaxAttempts such restarts it gives up with

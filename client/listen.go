@@ -64,8 +64,8 @@ func (l *listenSet) union(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
 // (subscriptions/listen, 2026-07-28) and keeps them coming until ctx ends:
 // the stream is opened again after every reconnect and after the server
 // ends it, so the handlers registered with OnNotification see no gap but
-// the outage itself (the protocol has no replay of notifications sent while
-// no stream was open). A refusal that no retry can fix (a server without
+// the outage itself (the protocol does not send again the notifications sent
+// while no stream was open). A refusal that no retry can fix (a server without
 // subscriptions/listen, a filter it refuses, authorization refused) is
 // logged and not asked again on that session until what is listened for
 // changes, or a new session opens. Listen returns nil when ctx ends, and

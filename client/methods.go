@@ -22,7 +22,8 @@ func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, 
 }
 
 // Initialize opens the client's session with req and returns the server's
-// answer. The request is remembered and used for every re-initialization. A
+// answer. The request is remembered and used for every session opened
+// after (a re-initialization or a redial). A
 // server that is down is waited for within ctx; an error no retry can fix
 // (401, not an MCP endpoint, no common protocol version) returns at once.
 //
@@ -103,7 +104,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 
 // Subscribe subscribes to updates of a resource. The subscription is
 // remembered and restored on every new session, so updates keep arriving
-// across re-initializations. In the stateless era it is a filter on the
+// across reconnects. In the stateless era it is a filter on the
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
 	ctx = c.obs.resource(ctx, req.Params.URI)

@@ -23,7 +23,7 @@ const (
 // When the queue is full the newest notification is dropped and counted:
 // a notification is a hint to look again (a list changed, a resource was
 // updated), and a handler too slow for 1024 of them has fallen behind beyond
-// what replaying them would fix.
+// what queueing more of them would fix.
 //
 // Nothing is held for an idle client: the queue grows with a burst up to
 // notificationQueue and is let go once drained, and the goroutine runs only

@@ -30,8 +30,9 @@ const (
 
 // InsufficientScopeError is a call the server refused for want of scope
 // (403 insufficient_scope) that no authorization could give: the scopes
-// were held already or refused, or three authorizations were spent on the
-// request. It did not run.
+// were held already or refused, or the request was refused for want of
+// scope on its third send (two step-ups, the limit for one HTTP request).
+// It did not run.
 type InsufficientScopeError = auth.InsufficientScopeError
 
 // WithOAuth authorizes every request with MCP's OAuth 2.1 flow. One token

@@ -250,16 +250,17 @@ const DefaultFailFastAfter = 30 * time.Second
 
 // WithFailFastAfter is the client's circuit breaker: once the server has
 // been unreachable for longer than d with no session in service (counted
-// from the failure that took the last session out of service; only
-// transport failures and 5xx count, since a tool's isError, a JSON-RPC
-// error or a 4xx prove the server is there), calls fail at once with
-// ErrUnavailable, and calls already waiting for a session end so too. The
-// client's reconnect loop goes on, on its backoff schedule, as the
-// breaker's half-open probe: when it has a session again the breaker closes
-// and calls go through, with no call spent to find out. Stats().FailingFast
-// says whether it is open; observers get BreakerState. Default
-// DefaultFailFastAfter (30s); 0 turns the breaker off, so that calls wait
-// for a session for as long as their deadline allows.
+// from the first failure, of a call, a probe or a dial, that left no
+// session in service; only transport failures and 5xx other than 501 and
+// 505 count, since a tool's isError, a JSON-RPC error, a 4xx, a refusal, a
+// wrong answer or an expired session prove the server is there), calls fail
+// at once with ErrUnavailable, and calls already waiting for a session end
+// so too. The client's reconnect loop goes on, on its backoff schedule, in
+// place of a breaker's half-open trial: when it has a session again the
+// breaker closes and calls go through, with no call spent to find out.
+// Stats().FailingFast says whether it is open; observers get BreakerState.
+// Default DefaultFailFastAfter (30s); 0 turns the breaker off, so that calls
+// wait for a session for as long as their deadline allows.
 func WithFailFastAfter(d time.Duration) Option {
 	return optionFunc(func(o *options) {
 		if d < 0 {
@@ -348,10 +349,11 @@ func WithHTTPClient(c *http.Client) Option {
 // config is cloned by New; a later change to it is not seen.
 //
 // TLS session tickets: the client's own HTTP clients share one session
-// cache, so that a fleet reconnecting after an outage resumes its sessions;
-// a config given here keeps its ClientSessionCache, and without one gets a
-// cache of its own client's, never the shared one, since a session resumed
-// from another client's cache would carry that client's certificate.
+// cache, so that a fleet reconnecting after an outage resumes its TLS
+// sessions; a config given here keeps its ClientSessionCache, and without
+// one gets a cache of its own client's, never the shared one, since a TLS
+// session resumed from another client's cache would carry that client's
+// certificate.
 // Default: Go's TLS defaults and the system's roots.
 func WithTLSConfig(c *tls.Config) Option {
 	return optionFunc(func(o *options) {
@@ -405,10 +407,10 @@ func WithClientInfo(info mcp.Implementation) Option {
 }
 
 // WithClientOptions passes mcp-go client options (sampling, roots and
-// elicitation handlers, protocol version) to every session of every
-// generation. Default none. In the session era the server sends its own
-// requests (sampling, roots, elicitation) on the GET event stream, so with
-// these options sessions keep that stream open. When the elicitation
+// elicitation handlers, protocol version) to every session. Default none.
+// In the session era the server sends its own requests (sampling, roots,
+// elicitation) on the GET event stream, so with these options sessions keep
+// that stream open. When the elicitation
 // handler accepts a form and leaves fields out, the client fills them in
 // from the form's defaults before answering, and declares that it does
 // (SEP-1034, elicitation.form.applyDefaults).
@@ -526,9 +528,10 @@ func (o *options) validate() error {
 	return errors.Join(o.invalid...)
 }
 
-// probeTimeout is how long one keepalive probe may take: WithKeepAliveTimeout,
-// else the health package's default for the keepalive interval (which the
-// frozen prober of the tests does not change).
+// probeTimeout is how long one probe may take (a keepalive probe, a probe
+// before a call, the check of a session whose event stream was refused):
+// WithKeepAliveTimeout, else the health package's default for the keepalive
+// interval (which the frozen prober of the tests does not change).
 func (o *options) probeTimeout() time.Duration {
 	if o.keepAliveTimeout > 0 {
 		return o.keepAliveTimeout
@@ -578,7 +581,7 @@ var sessionTickets = tls.NewLRUClientSessionCache(0)
 //
 // Shared, since it carries nothing of any one client: the TLS session
 // cache, so that a fleet of clients reconnecting after an outage resumes
-// sessions instead of paying a full handshake each. Not shrunk: the
+// TLS sessions instead of paying a full handshake each. Not shrunk: the
 // connection buffers; 1 KiB ones made calls with 1-6 KB messages up to 10%
 // (writes) and 40% (reads) slower on loopback. A plain-http endpoint gets HTTP/1 only and no TLS
 // config: Go would not speak HTTP/2 to it anyway, and the two cost 2 KB per

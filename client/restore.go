@@ -57,7 +57,8 @@ func (c *ResilientClient) wantsEventStream() bool {
 }
 
 // restore puts what the caller set up back on a new session, before it goes
-// into service, so a replayed call finds it there.
+// into service, so that a call sent again on it (a resend or a replay)
+// finds it there.
 func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	subs, level := c.memory.snapshot()
 	if level != "" {
@@ -112,9 +113,11 @@ func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 // What follows the end of a stream is the policy's (AfterStream): one the
 // server or the network ends (a restart) is opened again after a pause;
 // one refused for good (no subscriptions/listen, a filter the server
-// refuses, authorization) is not asked for again on this session until the
-// filter changes; one refused because the server changed protocol version
-// renews the session, whose replacement listens again.
+// refuses, authorization), or whose backoff schedule ended, is not asked
+// for again on this session until the filter changes; one that finds the
+// session expired (the server changed protocol version, say) or answering
+// another request takes the session out of service, and its replacement
+// listens again.
 func (c *ResilientClient) relisten(s *session) {
 	if s.sessionEra {
 		c.listenLate(s)

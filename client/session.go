@@ -109,7 +109,7 @@ type handshakeLostError struct {
 func (e *handshakeLostError) Error() string { return describe(e.err) }
 func (e *handshakeLostError) Unwrap() error { return e.err }
 
-// connectTimeout bounds one attempt to open a session, so that a server that
+// connectTimeout bounds one dial (opening a session), so that a server that
 // accepts connections and never answers cannot stall a reconnect loop. It is
 // gRPC's minimum connect timeout.
 const connectTimeout = 20 * time.Second

@@ -14,11 +14,11 @@ import (
 type State int
 
 const (
-	Idle         State = iota // no session yet, or the last attempt failed with an error retrying cannot fix
+	Idle         State = iota // no session yet, or the last dial failed with an error retrying cannot fix, or the backoff schedule ended
 	Connecting                // opening the first session
 	Ready                     // a session is serving calls
 	Degraded                  // a session failed a probe; calls still go to it while it is checked again
-	Reconnecting              // a session was lost; a new one is being opened with backoff
+	Reconnecting              // a session was lost; the reconnect loop dials, with backoff
 	Closed                    // Close was called
 )
 

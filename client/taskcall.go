@@ -37,10 +37,11 @@ import (
 const DefaultTaskPollInterval = policy.DefaultTaskPollInterval
 
 // TaskLostError is the error of a call whose task the server no longer
-// knows: it answered a tasks/get or tasks/result for the id with "task not
-// found" or "task has expired" (JSON-RPC -32602). The server restarted
-// without keeping its tasks, or bound the task to a session that is gone,
-// or let it expire. The tool may have run, all or part of it: the error
+// knows: it answered a tasks/get or tasks/result for the id with JSON-RPC
+// -32602, invalid params, whatever its message ("task not found", "task has
+// expired"): the id is the only parameter. The server restarted without
+// keeping its tasks, or bound the task to a session that expired, or let
+// the task expire. The tool may have run, all or part of it: the error
 // matches ErrOutcomeUnknown, never ErrUnavailable, and the call is never
 // sent again. TaskID names the task, for the caller to log or reconcile.
 // Like every error the client returns, it is immutable and safe to share

@@ -200,7 +200,8 @@ func (c *ResilientClient) noteServerChange(prev, next *session) {
 
 // ServerInfo is the identity of the server behind the session in service,
 // as it gave it when the session was opened, or the zero value when there is
-// none. It is read again on every re-initialization.
+// none. It is read again with every new session (a re-initialization or a
+// redial).
 func (c *ResilientClient) ServerInfo() mcp.Implementation {
 	if vs := c.pool.Values(); len(vs) > 0 {
 		return vs[0].result.ServerInfo

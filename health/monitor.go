@@ -1,8 +1,10 @@
 // Package health decides whether a connection (or anything that can be
 // probed) is alive: it records signs of life, probes a member that has been
 // idle for an interval, and reports it unhealthy after a number of failed
-// probes in a row. Traffic is proof of life, so a busy member is not probed
-// once its first interval has passed.
+// probes in a row. Traffic is proof of life, so a member in steady use
+// (touched more often than every (1−Jitter)·Interval) is probed at most
+// once, early in its first interval, and never again while the traffic
+// goes on.
 //
 // An idle member costs a timer, not a goroutine: a process may watch
 // thousands.
@@ -46,7 +48,8 @@ type Config struct {
 	// Jitter spreads the later waits to Interval ± Jitter·Interval, so that
 	// probes do not fall back into step. Default 0.1.
 	Jitter float64
-	// Timeout bounds one probe. Default: Interval/2, or 10s without one.
+	// Timeout bounds one probe. Default: DefaultTimeout(Interval), Interval/2
+	// and at most 10s, or 10s without an Interval.
 	Timeout time.Duration
 	// Threshold is the number of failed probes in a row after which the
 	// member is unhealthy. Default 1.
@@ -65,10 +68,11 @@ type Config struct {
 }
 
 // BusyError is a probe's answer from a member that is alive but asks not to
-// be probed again before After (an HTTP 503 or 429 with Retry-After): it is
-// neither a failure nor a sign of life. The background prober waits at least
-// After before the next probe; Check returns it to the caller, who decides
-// what a busy member means for its own work.
+// be probed again before After (an HTTP 503 or 429; After is its
+// Retry-After, 0 without one): it is neither a failure nor a sign of life.
+// The background prober waits at least After before the next probe; Check
+// returns it to the caller, who decides what a busy member means for its own
+// work.
 type BusyError struct {
 	After time.Duration
 	Err   error

@@ -39,9 +39,9 @@ type WaitError struct {
 // last dial's error if one failed.
 func (e *WaitError) Error() string {
 	if e.Last == nil {
-		return fmt.Sprintf("waiting for a connection: %v", e.Ctx)
+		return fmt.Sprintf("waiting for a member: %v", e.Ctx)
 	}
-	return fmt.Sprintf("waiting for a connection: %v (last attempt: %v)", e.Ctx, e.Last)
+	return fmt.Sprintf("waiting for a member: %v (last dial: %v)", e.Ctx, e.Last)
 }
 
 // Unwrap returns the context's error and the last dial error, so that
@@ -69,7 +69,8 @@ type Config[T comparable] struct {
 	// held.
 	Dial DialFunc[T]
 	// NewBackOff is the schedule of one member's dial loop; each loop gets
-	// a fresh one. Required.
+	// a fresh one, and its backoff.Stop ends the loop as a permanent error
+	// does. Required.
 	NewBackOff func() backoff.BackOff
 	// Permanent reports whether a dial error ends the loop: the callers
 	// waiting for that member get the error and the member goes Idle, to be

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type conn struct{ id int }
 
 // dialer is a scripted DialFunc: it fails with the queued errors first, then
-// hands out new conns, recording when each attempt was made and why.
+// hands out new conns, recording when each dial was made and why.
 type dialer struct {
 	mu       sync.Mutex
 	errs     []error

@@ -7,10 +7,10 @@ import "fmt"
 type State int
 
 const (
-	Idle         State = iota // no value and no dial under way: before the first Acquire, or after a permanent dial error
-	Connecting                // the member's first dial loop is under way
+	Idle         State = iota // no value and no dial under way: before the first Acquire, or after a dial loop ended without one (a permanent dial error, the backoff's Stop)
+	Connecting                // a dial loop is under way for a member that never had a value in service
 	Ready                     // a value is in service
-	Reconnecting              // the value was discarded; a dial loop is under way
+	Reconnecting              // a dial loop is under way for a member that had a value in service before
 	Closed                    // Close was called
 )
 
@@ -35,8 +35,8 @@ func (s State) String() string {
 type Stats struct {
 	Acquires   uint64 // leases handed out
 	Discards   uint64 // generations taken out of service
-	Dials      uint64 // dial attempts
-	DialErrors uint64 // dial attempts that failed
+	Dials      uint64 // dials (calls of Config.Dial)
+	DialErrors uint64 // dials that failed
 	Ready      int    // members in service now
 	Leased     int    // leases out now
 }

@@ -11,8 +11,8 @@
 // It accepts every elicitation without filling in anything, so the form's
 // defaults are what the server gets (SEP-1034: the library fills them in),
 // and answers sampling with a fixed text. It exits non-zero only if it
-// could not initialize or list the tools: a tool's own failure is the
-// scenario's to judge.
+// could not initialize or list the tools, or the client closed under a
+// call: a tool's own failure is the scenario's to judge.
 package main
 
 import (

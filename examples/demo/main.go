@@ -1,5 +1,5 @@
 // Command demo shows a ResilientClient riding out what breaks plain MCP
-// clients: a server restart that forgets every session, an outage, and a
+// clients: a server restart that expires every session, an outage, and a
 // dropped connection under a call that must not be repeated.
 //
 //	go run ./examples/demo            # against an in-process test server
@@ -104,11 +104,11 @@ func runDemo(opts []client.Option) error {
 		return err
 	}
 
-	// 3. A restart: the server forgets the session and answers 404.
+	// 3. A restart: the client's session expires, and the server answers 404.
 	if err := srv.Restart(); err != nil {
 		return fmt.Errorf("[3] restarting the server: %w", err)
 	}
-	fmt.Println("[3] server restarted: it has forgotten the client's session")
+	fmt.Println("[3] server restarted: the client's session expired with it")
 	before := c.Stats().Reinitializations
 	if err := expectCall(ctx, c, "[3]", "echo", map[string]any{"text": "after restart"}, "after restart"); err != nil {
 		return err
@@ -192,7 +192,7 @@ func outage(c *client.ResilientClient, srv *testserver.Server) error {
 	}
 	if failed == nil {
 		fmt.Println("[4] the calls waited for the reconnect loop (exponential backoff) instead of failing;")
-		fmt.Printf("[4] the restarted server had forgotten the session again: Reinitializations %d -> %d\n", reinits, c.Stats().Reinitializations)
+		fmt.Printf("[4] the session expired again with the restart: Reinitializations %d -> %d\n", reinits, c.Stats().Reinitializations)
 	}
 	return failed
 }

@@ -163,11 +163,11 @@ func printStats(s client.Stats) {
 	}{
 		{"calls", s.Calls, "calls made"},
 		{"retries", s.Retries, "attempts beyond a call's first"},
-		{"replays", s.Replays, "retries after a session expired"},
-		{"reinitializations", s.Reinitializations, "new sessions because the server forgot the old one"},
-		{"redials", s.Redials, "new sessions because the old connection died"},
-		{"probes", s.Probes, "keepalive probes sent"},
-		{"probe failures", s.ProbeFailures, "keepalive probes that failed"},
+		{"replays", s.Replays, "resends after a session expired"},
+		{"reinitializations", s.Reinitializations, "new sessions in place of expired ones"},
+		{"redials", s.Redials, "new sessions in place of ones lost otherwise (connection, probes, wrong answer)"},
+		{"probes", s.Probes, "probes sent (keepalive, and before a call)"},
+		{"probe failures", s.ProbeFailures, "probes that failed (busy is not a failure)"},
 		{"sessions", s.Sessions, "sessions in service now"},
 		{"in flight", s.InFlight, "calls in progress now"},
 	}

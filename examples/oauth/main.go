@@ -1,5 +1,5 @@
 // Command oauth shows WithOAuth keeping an agent authorized through what
-// ends long-lived sessions: tokens that expire every 2 seconds, rotating
+// ends long-lived authorizations: tokens that expire every 2 seconds, rotating
 // single-use refresh tokens, "all tokens invalid now", an outage of the
 // authorization server, and a revoked grant. It runs against a loopback
 // OAuth 2.1 authorization server and an MCP server it guards, both

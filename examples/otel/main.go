@@ -2,7 +2,7 @@
 // through a server restart, traced and measured by MCP's semantic
 // conventions, exported with OpenTelemetry's stdout exporters (no collector
 // needed). The call is one span with two attempts under it: the first met
-// the session the restart forgot, the second went out on the new session
+// the session the restart expired, the second went out on the new session
 // after the re-initialization it waited for. The HTTP client is
 // instrumented with otelhttp, so each attempt's HTTP request is a span under
 // it, and the server is given each attempt's trace context in the
@@ -106,7 +106,7 @@ func run(out io.Writer) error {
 	if err := echo("before the restart"); err != nil {
 		return err
 	}
-	if err := srv.Restart(); err != nil { // the server forgets every session
+	if err := srv.Restart(); err != nil { // every session expires
 		return err
 	}
 	// The restart closed the pooled connection. The client's own HTTP

@@ -153,8 +153,9 @@ func runAgent(url, dir string) error {
 		var lost *client.TaskLostError
 		switch {
 		case errors.As(err, &lost):
-			// The server forgot it (restarted without keeping tasks): the
-			// outcome is unknown; reconcile, do not call again blindly.
+			// The server no longer knows it (restarted without keeping
+			// tasks, its session expired, or the task expired): the outcome
+			// is unknown; reconcile, do not call again blindly.
 			return fmt.Errorf("task %s was lost: %w", lost.TaskID, err)
 		case err != nil:
 			return err

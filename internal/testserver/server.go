@@ -245,7 +245,7 @@ func (s *Server) Reconfigure(cfg Config) {
 }
 
 // Start listens again on the same address with a fresh mcp-go server built
-// from the current config, so every session is forgotten. Counters persist.
+// from the current config, so every session expires. Counters persist.
 // It fails if the server is running or closed.
 func (s *Server) Start() error {
 	s.lifeMu.Lock()
@@ -268,7 +268,7 @@ func (s *Server) Start() error {
 }
 
 // Stop is a hard stop: it closes the listener and every open connection at
-// once and forgets all sessions. It returns after the handlers of the
+// once, and every session expires. It returns after the handlers of the
 // stopped generation have returned. Stop is idempotent.
 func (s *Server) Stop() {
 	s.lifeMu.Lock()

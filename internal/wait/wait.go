@@ -1,5 +1,7 @@
-// Package wait is the one way the module's loops pause: a timer that a
-// context or a stop channel cuts short, and is always stopped.
+// Package wait is how the module's retry and backoff loops pause: a timer
+// that a context or a stop channel cuts short, and is always stopped.
+// (filelock's poll and auth/redisstore's wait for its lock keep timers of
+// their own.)
 package wait
 
 import (

@@ -22,7 +22,7 @@ import "time"
 // YoungAge of its opening) stops opening sessions: the deployment needs
 // affinity, and calls end with a typed error at once, without a request,
 // for NoAffinityHold. Then one session is opened again, as a circuit
-// breaker's half-open probe (the load balancer may have been fixed): if it
+// breaker's half-open trial (the load balancer may have been fixed): if it
 // is lost young too, the verdict stands for another hold; once a session has
 // answered ProvenAnswers requests, the count starts over. A session that
 // answered one or two requests and was lost neither counts nor resets: a

@@ -36,11 +36,14 @@ const (
 	Expired
 	// NotSent: the request provably did not reach the server's
 	// handler: no connection could be made, it was not completely written,
-	// or the server declined it unread (429, 503). Retry any call.
+	// the server declined it unread (408, 425, 429, 503), or an HTTP/2 GOAWAY
+	// left its stream unprocessed. Resend any call.
 	NotSent
 	// OutcomeUnknown: the request may have run (the connection broke after
 	// it was sent; a 502, 504, 499 or other 5xx not Broken or Rejected: the
-	// answer was lost). Replay only if safe.
+	// answer was lost; an HTTP/2 REFUSED_STREAM, which a proxy may send
+	// after forwarding it; an answer to another request). Replay only if
+	// safe.
 	OutcomeUnknown
 	// Broken: the request ran, or may have, and what came back is not
 	// usable (a 500 with a body, a 2xx that is not MCP, an answer over the
@@ -63,7 +66,8 @@ type Verdict struct {
 	// out of service.
 	Corrupt bool
 	// Cause: what the failure was, when mcp-go's error does not say (the
-	// guard refused the answer); the call reports it instead.
+	// guard refused the answer; an HTTP status without a JSON-RPC error,
+	// which mcp-go reports untyped); the call reports it instead.
 	Cause error
 	// Sent: the request was completely written; it may have run.
 	Sent bool
@@ -118,9 +122,9 @@ func (v Verdict) MayHaveRun() bool {
 	return false
 }
 
-// Permanent reports whether no retry can fix the failure of opening a
-// session, where every attempt is safe to repeat, so it ends the reconnect
-// loop: the server's own answer (a non-MCP endpoint), a 401 or 403, an
+// Permanent reports whether no retry can fix the failure of a dial (opening
+// a session, which is safe to send again whatever failed), so it ends the
+// pool's dial loop, a member's first or a reconnect: the server's own answer (a non-MCP endpoint), a 401 or 403, an
 // unusable answer, a refusal by HTTP's rules, or a protocol version the
 // server refuses after mcp-go already negotiated one (this was the one
 // re-negotiation).
@@ -132,7 +136,7 @@ func (v Verdict) Permanent() bool {
 // out on. The zero value is no session: one being opened.
 type Session struct {
 	// SessionEra: the session speaks a protocol version with sessions (up
-	// to 2025-11-25); on 2026-07-28 there are no sessions to lose.
+	// to 2025-11-25); on 2026-07-28 the server keeps none, so none expires.
 	SessionEra bool
 	// Served: the server has answered a request carrying the session's id
 	// with a 2xx, so it knew the id (F26).
@@ -181,8 +185,8 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		return r
 
 	case errors.Is(err, auth.ErrUnavailable):
-		// The authorization server could not be reached while the call
-		// waited for a token: it did not run.
+		// The authorization server (or the grant store) could not be
+		// reached while the call waited for a token: it did not run.
 		return Verdict{Class: NotSent}
 
 	case errors.As(err, new(*auth.Error)), errors.As(err, new(*auth.InsufficientScopeError)):
@@ -196,8 +200,8 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 		return v(AuthRequired)
 
 	case errors.Is(err, transport.ErrSessionTerminated):
-		// 404. Only the session era has sessions to lose; on 2026-07-28 a
-		// 404 means the method or the endpoint does not exist.
+		// 404. Only the session era has sessions that expire; on 2026-07-28
+		// a 404 means the method or the endpoint does not exist.
 		if sessionEra {
 			return v(Expired)
 		}
@@ -410,7 +414,7 @@ func AnsweredByServer(err error, s Session) bool {
 func refused(err error) Verdict {
 	if errors.As(err, new(*wire.WrongAnswerError)) {
 		// The request went out and its own answer never came: it may
-		// have run. A safe call is sent again, on a new session.
+		// have run. A safe call is replayed, on a new session.
 		return Verdict{Class: OutcomeUnknown, Sent: true, Corrupt: true, Cause: err}
 	}
 	// Too large: it ran, and the same answer would come back.

@@ -4,11 +4,11 @@
 //
 //   - what a failure means: Classify, a Verdict of one Class (StreamVerdict
 //     for the session era's event stream, a GET mcp-go does not send);
-//   - what a call does after a failed attempt (retry, replay if safe, wait
+//   - what a call does after a failed attempt (resend, replay if safe, wait
 //     for a new session, pause, give up): Retries.After; after a failed
 //     probe of the session it was about to be sent on: Retries.AfterProbe;
 //     whether a call Close interrupted may have run: Retries.AfterClose;
-//   - whether opening a session is tried again (Verdict.Permanent), and
+//   - whether a failed dial is tried again (Verdict.Permanent), and
 //     whether an error is the server's own answer (AnsweredByServer);
 //   - whether a listing whose session was replaced under it starts over or
 //     gives up: AfterListingRestart;
@@ -20,11 +20,12 @@
 //     with StreamRefused for what a refused event stream says of its
 //     session;
 //   - what a call's options change (client.WithCallOptions): whether a call
-//     that may have run is sent again, the annotations or the caller
+//     that may have run is replayed, the annotations or the caller
 //     (SafeToRepeat, Repeat); whether a call without a session waits for
 //     one or fails fast (WhileNoSession);
-//   - what counts towards the circuit breaker (Verdict.Outage: transport
-//     failures and 5xx only), and when it is open (BreakerOpen);
+//   - what counts towards the circuit breaker (Verdict.Outage: the server
+//     unreachable or failing with 5xx, not a pooled connection closed while
+//     idle), and when it is open (BreakerOpen);
 //   - what the observers are told a failure was: ErrorType, the verdict's
 //     class named.
 //

@@ -26,8 +26,8 @@ const (
 	TypeSessionExpired    = "session_expired"    // Expired
 	TypeServerError       = "server_error"       // ServerError without a JSON-RPC code mcp-go kept, Rejected
 	TypeServerBusy        = "server_busy"        // NotSent: 429, 503
-	TypeConnectionError   = "connection_error"   // NotSent, OutcomeUnknown: the connection (or a proxy's) failed
-	TypeBrokenAnswer      = "broken_answer"      // Broken: a 500, an answer that is not MCP
+	TypeConnectionError   = "connection_error"   // NotSent, OutcomeUnknown: the connection (or a proxy's) failed, or a bodiless 5xx, 502, 504, 499 said the answer was lost
+	TypeBrokenAnswer      = "broken_answer"      // Broken: a 500 with a body, an answer that is not MCP
 )
 
 // ErrorType names the failed attempt v for the observers, and gives the

@@ -2,8 +2,9 @@ package policy
 
 import "time"
 
-// Repeat is what a call's options say of sending it again after an attempt
-// that may have run (client.SafeToRepeat, client.NeverRepeat).
+// Repeat is what a call's options say of replaying it, sending it again
+// after an attempt that may have run (client.SafeToRepeat,
+// client.NeverRepeat).
 type Repeat uint8
 
 const (
@@ -18,9 +19,10 @@ const (
 )
 
 // SafeToRepeat decides whether a call whose attempt may have run may be
-// sent again. Only the outcome-unknown path asks: a request that provably
-// did not run (a refused connection, a 503, an expired session's 404) is sent
-// again whatever r says, since nothing ran. byNature is asked only when the
+// replayed. Only the outcome-unknown path (and a JSON-RPC code listed in
+// WithRetryableRPCCodes) asks: a request that provably did not run (a
+// refused connection, a 503, an expired session's 404) is resent whatever r
+// says, since nothing ran. byNature is asked only when the
 // options leave it to the method: for a tools/call it may list the
 // server's tools.
 func SafeToRepeat(r Repeat, byNature func() bool) bool {
@@ -70,18 +72,19 @@ const (
 	// KeepWaiting: wait, within the call's deadline, for the reconnect loop.
 	KeepWaiting WaitVerdict = iota
 	// FailFastNoSession: the caller asked to fail fast (client.FailFast)
-	// and the last attempt to open a session failed: ErrUnavailable now.
+	// and the last dial failed: ErrUnavailable now.
 	FailFastNoSession
-	// FailFastOutage: the circuit breaker is open: the server has been
-	// unreachable for longer than WithFailFastAfter. ErrUnavailable now.
+	// FailFastOutage: the circuit breaker is open: the outage (the server
+	// unreachable or failing with 5xx, no session in service) has lasted
+	// longer than WithFailFastAfter. ErrUnavailable now.
 	FailFastOutage
 )
 
 // WhileNoSession decides whether a call without a session waits for one.
-// failFast is the call's FailFast; attemptFailed says that the reconnect
-// loop of every session the call could use has failed an attempt since it
-// began (while the first attempt is under way a fail-fast call waits for
-// it: a restart is usually over by then); breakerOpen that the outage has
+// failFast is the call's FailFast; attemptFailed says that the dial loop
+// of every member the call could use has failed a dial since it began
+// (pool.Waiting.Failed; while the first dial is under way a fail-fast call
+// waits for it: a restart is usually over by then); breakerOpen that the outage has
 // lasted longer than WithFailFastAfter.
 func WhileNoSession(failFast, attemptFailed, breakerOpen bool) WaitVerdict {
 	switch {

@@ -20,12 +20,15 @@ const (
 // or the caller asked for another, so calls in flight on it get
 // their own answers rather than being cut by our own close. A dead, hung
 // or corrupt session is closed at once, so that safe calls in flight on it
-// are sent again.
+// are replayed.
 func (l Loss) Drains() bool { return l == LossExpired || l == LossRequested }
 
 // Reinitializes reports whether replacing a session lost for this reason
 // is a re-initialization (it expired) rather than a redial (its connection
-// broke or hung, it answered another request, the server was unreachable).
+// broke or hung, it failed its probes, it answered another request). A
+// session lost because the server was unreachable is neither: it is kept,
+// or, if its probe says it is not alive (AfterRecheck's Reopen), it counts
+// as expired and is re-initialized.
 func (l Loss) Reinitializes() bool { return l == LossExpired }
 
 // ProbeOutcome is what a probe's answer means for its session.

@@ -17,7 +17,7 @@ type Retries struct {
 	Max        int                    // WithMaxAttempts
 	PoolSize   int                    // WithPoolSize
 	NewBackOff func() backoff.BackOff // WithBackOff
-	// RetryableRPC: the JSON-RPC error codes a safe call is sent again
+	// RetryableRPC: the JSON-RPC error codes a safe call is replayed
 	// after (WithRetryableRPCCodes).
 	RetryableRPC []int
 
@@ -157,8 +157,10 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 			// with it (a restart), so drop them all and send at once.
 			return Action{CloseIdle: true, Budget: true}
 		}
-		// Declined unread (429, 503) or not written: wait as the server
-		// asks, or by the backoff, for as long as the deadline allows.
+		// Declined unread (408, 425, 429, 503), not written, left
+		// unprocessed by a failing HTTP/2 peer, or no token to be had from
+		// an unavailable authorization server: wait as the server asks, or
+		// by the backoff, for as long as the deadline allows.
 		a := Action{Pause: max(v.RetryAfter, r.NextPause()), Budget: true}
 		if !deadline.IsZero() && time.Until(deadline) < a.Pause {
 			a.End, a.Also = GiveUp, []error{context.DeadlineExceeded}
@@ -181,7 +183,7 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		}
 		if v.StaleConnection && !r.staleRetried {
 			// A pooled connection that died says nothing of the server; a
-			// restart can fail several at once. Sent again at once, on a
+			// restart can fail several at once. Replayed at once, on a
 			// new connection; paid from the budget, but not counted
 			// against the call's attempts. Once per call: a server that
 			// drops every answer must not double the attempts.
@@ -193,7 +195,7 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 			a.End, a.Why = GiveUp, v.Why
 			return a
 		}
-		// Before sending again, ask the session whether the server
+		// Before replaying, ask the session whether the server
 		// answers: a server that is down then fails the probe, the session
 		// goes to the reconnect loop, and the call waits for it on the
 		// backoff schedule instead of spending its attempts in

@@ -81,8 +81,11 @@ type StreamAnswer struct {
 
 // StreamVerdict classifies a failed opening of a session-era event stream,
 // as Classify does a request's failure: mcp-go has no error for a GET the
-// client sends itself, so the rules are by status, and agree with
-// Classify's.
+// client sends itself, so the rules are by status. They are Classify's but
+// for two: any other 5xx is Broken (Classify's OutcomeUnknown or Rejected,
+// but for a 500 with a body; the loop reopens after any of them), and any other 4xx, 408 and 425 included,
+// is the server's answer (Classify: Rejected or NotSent), which stops the
+// loop.
 func StreamVerdict(a StreamAnswer) Verdict {
 	switch {
 	case a.Status == 0 && wire.IsDialError(a.Err):
@@ -134,7 +137,7 @@ const (
 	// StreamStop: stop asking for the stream on this session: the server
 	// has none (405, or 404/400 on a session it knows), or answered what no
 	// retry can fix (a JSON-RPC error, such as a method it does not have; a
-	// 4xx; a refusal of authorization, which the token layer already
+	// 4xx to the session era's GET; a refusal of authorization, which the token layer already
 	// answered with a new token once). A new session, or a change of what
 	// is listened for, asks again.
 	StreamStop

@@ -91,7 +91,7 @@ func TaskPollInterval(suggestedMillis *int64) time.Duration {
 
 // TaskStep is what follows a failed request about a task (tasks/get,
 // tasks/result) whose call has already given up on it: the request's own
-// retries, reconnects and re-initializations are over (Retries.After), so
+// retries, and the reconnects it waited for, are over (Retries.After), so
 // the failure is one the call path could not fix within the request's
 // deadline.
 type TaskStep uint8
@@ -103,8 +103,9 @@ const (
 	// the task itself is not in question.
 	PollAgain TaskStep = iota
 	// TaskLost: the server answered that it does not know the task (-32602,
-	// "task not found" or "task has expired"): it restarted without a
-	// durable task store, or the task was bound to a session that is gone,
+	// whatever its message, such as "task not found" or "task has
+	// expired"): it restarted without a
+	// durable task store, or the task was bound to a session that expired,
 	// or it expired. Its outcome is unknown; it is never sent again.
 	TaskLost
 	// TaskAnswered: the server's own answer about something else (a

@@ -50,10 +50,10 @@ const (
 	// Graceful models SIGTERM to a server that shuts down properly
 	// (http.Server.Shutdown): the listener closes, the event streams are
 	// ended, the requests in flight finish (within a bound), then the
-	// connections close and the sessions are gone.
+	// connections close and the sessions expire.
 	Graceful Stop = iota
 	// Abrupt models SIGKILL: the listener and every connection close at once,
-	// requests in flight die unanswered, the sessions are gone.
+	// requests in flight die unanswered, the sessions expire.
 	Abrupt
 )
 
@@ -148,8 +148,9 @@ func (s *Server) Freeze() { s.gate.close() }
 func (s *Server) Thaw() { s.gate.open() }
 
 // ForgetSessions closes every session of the running generation, as a
-// server that lost them (an idle timeout, a deploy that kept the port) would
-// have it: the next request carrying one of their ids gets the SDK's 404. It
+// server that drops them (an idle timeout, a deploy that kept the port) would
+// have it: they expire, and the next request carrying one of their ids gets
+// the SDK's 404. It
 // returns how many it closed.
 func (s *Server) ForgetSessions() int {
 	s.mu.Lock()
