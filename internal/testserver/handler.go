@@ -61,7 +61,7 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
-	case cfg.StaleSession400 && r.Header.Get("Mcp-Session-Id") != "" && !inst.opened(r.Header.Get("Mcp-Session-Id")):
+	case cfg.ExpiredSession400 && r.Header.Get("Mcp-Session-Id") != "" && !inst.opened(r.Header.Get("Mcp-Session-Id")):
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)

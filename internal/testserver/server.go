@@ -77,12 +77,12 @@ type Config struct {
 	// gets the JSON-RPC error "method not found"; everything else goes to a
 	// StatelessEra mcp-go server (Era is ignored).
 	NoHandshake bool
-	// StaleSession400 answers a request carrying an Mcp-Session-Id this
+	// ExpiredSession400 answers a request carrying an Mcp-Session-Id this
 	// generation did not hand out as the TypeScript SDK's servers do (and
 	// @modelcontextprotocol/server-everything): 400 with the JSON-RPC
 	// error -32000 "Bad Request: No valid session ID provided", where
 	// mcp-go answers 404.
-	StaleSession400 bool
+	ExpiredSession400 bool
 	// EventStore keeps the events of every stream (server.WithEventStore),
 	// so that a client can resume a broken stream with Last-Event-ID.
 	EventStore bool

@@ -375,7 +375,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 // SessionTimeout closes it after 200ms without a request; server-everything
 // is told to end it (DELETE, as another client holding its id could). The
 // next calls succeed, and an unsafe one runs once.
-func TestRealServerForgetsSession(t *testing.T) {
+func TestRealServerExpiresSession(t *testing.T) {
 	for _, tg := range []rig.Target{
 		{Name: "go-sdk-session-timeout", Start: func(t *testing.T) rig.RealServer {
 			return rig.StartGoSDK(t, gosdkserver.Config{SessionTimeout: 200 * time.Millisecond})

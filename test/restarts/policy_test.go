@@ -18,8 +18,8 @@ import (
 // error, as the TypeScript SDK's do. After a restart, 16 goroutines calling
 // a non-idempotent tool all succeed through one re-initialization, and each
 // call runs once: a 4xx means it did not run.
-func TestF26StaleSessionAnswered400(t *testing.T) {
-	r := rig.New(t, testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, false)
+func TestF26ExpiredSessionAnswered400(t *testing.T) {
+	r := rig.New(t, testserver.Config{Era: testserver.SessionEra, ExpiredSession400: true}, false)
 	r.Start()
 	r.MustEcho("before")
 	if err := r.Srv.Restart(); err != nil {
@@ -104,7 +104,7 @@ func TestF28CutStreamWithoutEventsIsALostAnswer(t *testing.T) {
 func TestF27EventStreamRefusedReinitializesInTheBackground(t *testing.T) {
 	for name, cfg := range map[string]testserver.Config{
 		"404": {Era: testserver.SessionEra},
-		"400": {Era: testserver.SessionEra, StaleSession400: true},
+		"400": {Era: testserver.SessionEra, ExpiredSession400: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := rig.New(t, cfg, false, client.WithKeepAlive(0)) // no probes: only the stream can tell
@@ -144,7 +144,7 @@ func TestF32LateHandlerOrSubscriptionOpensTheStream(t *testing.T) {
 		"handler after the first call":    func(r *rig.Rig) <-chan mcp.JSONRPCNotification { got := notifications(r.C); subscribe(r); return got },
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := rig.New(t, testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, false, client.WithKeepAlive(0))
+			r := rig.New(t, testserver.Config{Era: testserver.SessionEra, ExpiredSession400: true}, false, client.WithKeepAlive(0))
 			r.Start()
 			r.MustEcho("first")
 			got := late(r)

@@ -17,7 +17,7 @@ import (
 // event stream's, a keepalive probe's), and the new session cannot open yet
 // because the server declines initialize (503, Retry-After: 1). Ready
 // again once it opens.
-func TestStateIsNotReadyWhileTheSessionIsKnownGone(t *testing.T) {
+func TestStateIsNotReadyWhileTheSessionIsKnownExpired(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  testserver.Config
@@ -27,11 +27,11 @@ func TestStateIsNotReadyWhileTheSessionIsKnownGone(t *testing.T) {
 		before func(r *rig.Rig) (after func() (check func()))
 	}{
 		{name: "a call meets 404", cfg: testserver.Config{Era: testserver.SessionEra}, before: aCall},
-		{name: "a call meets 400", cfg: testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, before: aCall},
+		{name: "a call meets 400", cfg: testserver.Config{Era: testserver.SessionEra, ExpiredSession400: true}, before: aCall},
 		{name: "the event stream meets 404", cfg: testserver.Config{Era: testserver.SessionEra}, before: anEventStream},
-		{name: "the event stream meets 400", cfg: testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, before: anEventStream},
+		{name: "the event stream meets 400", cfg: testserver.Config{Era: testserver.SessionEra, ExpiredSession400: true}, before: anEventStream},
 		{name: "an event stream opened after the restart meets 404", cfg: testserver.Config{Era: testserver.SessionEra}, before: aLateEventStream},
-		{name: "an event stream opened after the restart meets 400", cfg: testserver.Config{Era: testserver.SessionEra, StaleSession400: true}, before: aLateEventStream},
+		{name: "an event stream opened after the restart meets 400", cfg: testserver.Config{Era: testserver.SessionEra, ExpiredSession400: true}, before: aLateEventStream},
 		{
 			name: "a keepalive probe meets 404", cfg: testserver.Config{Era: testserver.SessionEra},
 			opts:   []client.Option{client.WithKeepAlive(100 * time.Millisecond)},

@@ -159,7 +159,7 @@ func TestUntracedTransportProvesNothing(t *testing.T) {
 func on(sessionEra bool) Session { return Session{SessionEra: sessionEra} }
 
 // F26: how a stale session is told from the server's answer to a request.
-func TestClassifyStaleSessionHoweverTheServerSaysIt(t *testing.T) {
+func TestClassifyExpiredSessionHoweverTheServerSaysIt(t *testing.T) {
 	// mcp-go hands a 4xx whose body is a JSON-RPC error back as that error.
 	tsAnswer := errors.New("Bad Request: No valid session ID provided")
 	served := Session{SessionEra: true, Served: true}
