@@ -81,7 +81,7 @@ func attrs(s sdktrace.ReadOnlySpan, keys ...attribute.Key) string {
 	var out []string
 	for _, kv := range s.Attributes() {
 		if slices.Contains(keys, kv.Key) {
-			out = append(out, string(kv.Key)+"="+kv.Value.Emit())
+			out = append(out, string(kv.Key)+"="+kv.Value.String())
 		}
 	}
 	return strings.Join(out, " ")
