@@ -224,6 +224,7 @@ type member struct {
 // (json.Valid). The wire package walks the bytes (wire.Members), as its
 // guard walks every answer.
 func members(obj []byte) (ms []member, ok bool) {
+	ms = make([]member, 0, 8) // one allocation for a JSON-RPC message's members, or its params'
 	if !wire.Members(obj, func(key []byte, start, end int) {
 		ms = append(ms, member{key: key, start: start, end: end})
 	}) {
