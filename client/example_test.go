@@ -135,9 +135,10 @@ func Example_errors() {
 }
 
 // A call whose answer is lost after the server ran it: the error says it
-// may have run (ErrOutcomeUnknown), and the client did not send it again,
-// since increment is not idempotent (its annotations say so). The caller,
-// who knows what the tool does, checks before trying again.
+// may have run (ErrOutcomeUnknown), and the client refused to replay it,
+// since increment is neither read-only nor idempotent (its annotations say
+// so). The caller, who knows what the tool does, checks before trying
+// again.
 func ExampleErrOutcomeUnknown() {
 	srv, stop := exampleServer(testserver.SessionEra)
 	defer stop()

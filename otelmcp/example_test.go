@@ -17,9 +17,9 @@ import (
 	"github.com/resilientmcp/resilientmcp/otelmcp"
 )
 
-// A call replayed after the server restarted and forgot the session is one
-// span with an attempt span under it for each time it was sent, and the
-// wait for the new session between them. The spans are recorded in memory
+// A call resent after the server restarted (its session expired) is one
+// span with an attempt span under it for each send, and the wait for the
+// re-initialization between them. The spans are recorded in memory
 // here; a program gives NewObserver its TracerProvider (and
 // MeterProvider), or lets it use the global ones.
 func ExampleNewObserver() {
@@ -42,7 +42,7 @@ func ExampleNewObserver() {
 	if err := c.Ping(ctx); err != nil {
 		log.Fatal(err)
 	}
-	if err := srv.Restart(); err != nil { // the server forgets the session
+	if err := srv.Restart(); err != nil { // the session expires
 		log.Fatal(err)
 	}
 	req := mcp.CallToolRequest{}
