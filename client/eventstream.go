@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -202,26 +201,20 @@ func (c *ResilientClient) readEventStream(ctx context.Context, s *session) (poli
 		return policy.StreamEnd{Failed: true, Verdict: v}, errEventStreamRefused(resp.StatusCode)
 	}
 	s.stream.opened.Store(true)
-	lines := bufio.NewScanner(resp.Body)
-	// The guard bounds the body already; one event up to the same limit.
-	lines.Buffer(nil, int(min(c.opts.maxResponseBytes, 1<<30))+1)
-	var data []byte
-	for lines.Scan() {
-		line := lines.Bytes()
-		switch {
-		case len(line) == 0:
-			if len(data) > 0 {
-				c.streamMessage(ctx, s, data)
-				data = data[:0]
-			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+	// Cut into events as mcp-go cuts its own streams (the guard, which
+	// bounds the body already, reads them alike); one event up to the
+	// same limit.
+	events := wire.NewEventReader(resp.Body, c.opts.maxResponseBytes)
+	for {
+		data, err := events.Next()
+		if err == io.EOF {
+			return policy.StreamEnd{}, nil
 		}
+		if err != nil {
+			return policy.StreamEnd{}, err
+		}
+		c.streamMessage(ctx, s, data)
 	}
-	return policy.StreamEnd{}, lines.Err()
 }
 
 // streamMessage handles one message of a stream the client reads itself.
@@ -229,7 +222,9 @@ func (c *ResilientClient) readEventStream(ctx context.Context, s *session) (poli
 // declared nothing the server may ask of it (sampling, roots, elicitation
 // would have opened the stream at once), so of the server's requests only
 // ping is answered; the others are refused as mcp-go refuses a method it
-// has no handler for.
+// has no handler for. The message is decoded with encoding/json, not
+// scanned (wire.Members): it is decoded whole for the handlers anyway,
+// and encoding/json is how mcp-go reads what its own stream carries.
 func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []byte) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`

@@ -134,6 +134,38 @@ func Example_errors() {
 	// and the deadline passed: true
 }
 
+// A call whose answer is lost after the server ran it: the error says it
+// may have run (ErrOutcomeUnknown), and the client refused to replay it,
+// since increment is neither read-only nor idempotent (its annotations say
+// so). The caller, who knows what the tool does, checks before trying
+// again.
+func ExampleErrOutcomeUnknown() {
+	srv, stop := exampleServer(testserver.SessionEra)
+	defer stop()
+	c, err := client.New(srv.URL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	// The server runs the next tool call, then drops the connection
+	// instead of answering.
+	srv.FailPOSTs(1, 0, "", true, "tools/call")
+
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "increment"
+	_, err = c.CallTool(context.Background(), req)
+	fmt.Println("outcome unknown:", errors.Is(err, client.ErrOutcomeUnknown))
+	fmt.Println("unavailable (safe to retry):", errors.Is(err, client.ErrUnavailable))
+	fmt.Println("runs on the server:", srv.ToolRuns("increment"))
+	// Output:
+	// outcome unknown: true
+	// unavailable (safe to retry): false
+	// runs on the server: 1
+}
+
 // A pool of sessions shared by many goroutines: each call goes to the
 // healthy session with the fewest calls in flight. Keep the default of one
 // session for servers that keep state per session.
@@ -330,14 +362,14 @@ func ExampleWithObserver() {
 }
 
 // A call governed by the work it reports rather than by a wall clock: the
-// tool runs longer than WithCallTimeout, and the call lives as long as
-// progress keeps coming (ProgressTimeout), with this call's progress handed
-// to OnProgress, in order. A tool that went silent would end the call one
-// idle period after its last report.
+// tool runs four times longer than WithCallTimeout, and the call lives as
+// long as progress keeps coming (ProgressTimeout), with this call's
+// progress handed to OnProgress, in order. A tool that went silent would
+// end the call one idle period after its last report.
 func ExampleWithCallOptions() {
 	srv, stop := exampleServer(testserver.SessionEra)
 	defer stop()
-	c, err := client.New(srv.URL(), client.WithCallTimeout(time.Second))
+	c, err := client.New(srv.URL(), client.WithCallTimeout(100*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -345,18 +377,18 @@ func ExampleWithCallOptions() {
 
 	steps := 0
 	ctx := client.WithCallOptions(context.Background(),
-		client.ProgressTimeout(500*time.Millisecond),
+		client.ProgressTimeout(400*time.Millisecond),
 		client.OnProgress(func(n mcp.ProgressNotification) { steps++ }),
 	)
 	req := mcp.CallToolRequest{}
-	req.Params.Name = "work" // reports progress 10 times, 200ms apart: 2s
-	req.Params.Arguments = map[string]any{"n": 10, "ms": 200}
+	req.Params.Name = "work" // reports progress 4 times, 100ms apart: 400ms
+	req.Params.Arguments = map[string]any{"n": 4, "ms": 100}
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Content[0].(mcp.TextContent).Text, "after", steps, "progress notifications")
-	// Output: done 10 after 10 progress notifications
+	// Output: done 4 after 4 progress notifications
 }
 
 // Failing fast when the server is gone: a FailFast call does not wait for

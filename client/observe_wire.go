@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // observedTransport is the RoundTripper of a client with observers,
@@ -219,47 +221,16 @@ type member struct {
 
 // members lists the members of the JSON object obj, with only whitespace
 // around it; ok is false if obj is not one. obj must be valid JSON
-// (json.Valid): the scan only finds where things are, and checks no more
-// than it needs to, without encoding/json's allocations.
+// (json.Valid). The wire package walks the bytes (wire.Members), as its
+// guard walks every answer.
 func members(obj []byte) (ms []member, ok bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+	ms = make([]member, 0, 8) // one allocation for a JSON-RPC message's members, or its params'
+	if !wire.Members(obj, func(key []byte, start, end int) {
+		ms = append(ms, member{key: key, start: start, end: end})
+	}) {
 		return nil, false
 	}
-	i = skipSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return nil, skipSpace(obj, i+1) == len(obj)
-	}
-	for i < len(obj) && obj[i] == '"' {
-		keyEnd := skipString(obj, i)
-		if keyEnd < 0 {
-			return nil, false
-		}
-		key := obj[i+1 : keyEnd-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return nil, false // a key spelled with escapes: left to a real decoder
-		}
-		i = skipSpace(obj, keyEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		start := skipSpace(obj, i+1)
-		end := skipValue(obj, start)
-		if end < 0 {
-			return nil, false
-		}
-		ms = append(ms, member{key: key, start: start, end: end})
-		i = skipSpace(obj, end)
-		switch {
-		case i < len(obj) && obj[i] == ',':
-			i = skipSpace(obj, i+1)
-		case i < len(obj) && obj[i] == '}':
-			return ms, skipSpace(obj, i+1) == len(obj)
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
+	return ms, true
 }
 
 // lastIndex is the index of the last member with key, -1 if none.
@@ -270,65 +241,6 @@ func lastIndex(ms []member, key string) int {
 		}
 	}
 	return -1
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that starts at b[i] ('"'),
-// or -1.
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the value that starts at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end := skipString(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i // a number, true, false, null
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
 }
 
 // scalar is a JSON-RPC id as text: a number as written, a string

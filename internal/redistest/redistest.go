@@ -1,12 +1,15 @@
 // Package redistest runs a real redis-server (Debian's package) for a
 // test: on a free 127.0.0.1 port, started and stopped by PID, fresh for
 // each test that asks. Where redis-server is not installed the test is
-// skipped with a message saying how to install it.
+// skipped with a message saying how to install it. Run is the same for an
+// example, which has no test to skip.
 package redistest
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,8 +20,9 @@ import (
 
 // Server is one redis-server process. It is safe for concurrent use.
 type Server struct {
-	t    testing.TB
+	t    testing.TB // nil: started by Run
 	args []string
+	dir  string // Run's, removed by Close
 
 	addr string
 
@@ -37,26 +41,67 @@ func Start(t testing.TB, persist bool) *Server {
 	if err != nil {
 		t.Skip("redis-server is not installed (Debian: apt-get install redis-server); skipping the Redis test")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := newServer(bin, t.TempDir(), persist)
 	if err != nil {
 		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(s.Stop)
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ErrNotInstalled is Run's error where redis-server is not installed.
+var ErrNotInstalled = errors.New("redistest: redis-server is not installed (Debian: apt-get install redis-server)")
+
+// Run is Start for an example: the server runs, in a temporary directory
+// of its own, until Close.
+func Run(persist bool) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNotInstalled
+	}
+	dir, err := os.MkdirTemp("", "redistest")
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(bin, dir, persist)
+	if err == nil {
+		s.dir = dir
+		err = s.start()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops a server started by Run and removes its directory.
+func (s *Server) Close() {
+	s.Stop()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
+
+func newServer(bin, dir string, persist bool) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
 	_, port, _ := net.SplitHostPort(addr)
-	dir := t.TempDir()
 	args := []string{bin, "--port", port, "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}
 	if persist {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
-	s := &Server{t: t, args: args, addr: addr}
-	t.Cleanup(s.Stop)
-	if err := s.start(); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return &Server{args: args, addr: addr}, nil
 }
 
 // Addr is host:port.
@@ -84,8 +129,15 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Restart starts it again on the same port.
+// Restart starts it again on the same port. It fails the test (panics,
+// for a server started by Run) if it cannot.
 func (s *Server) Restart() {
+	if s.t == nil {
+		if err := s.start(); err != nil {
+			panic(err)
+		}
+		return
+	}
 	s.t.Helper()
 	if err := s.start(); err != nil {
 		s.t.Fatal(err)

@@ -149,8 +149,23 @@ type Session struct {
 // s is the session the attempt went out on; ex what the HTTP layer saw of
 // it, nil for an error met outside a request (restoring a session).
 func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
-	rec := ex.Snapshot()
 	streamed, cut := ex.Stream()
+	return classify(err, s, seen{Record: ex.Snapshot(), streamed: streamed, cut: cut, refused: ex.Refusal()}, ctxDone)
+}
+
+// seen is what the wire package's exchange recorded of an attempt, read
+// once: Classify decides on these values alone, and its tests give them
+// directly.
+type seen struct {
+	wire.Record
+	// streamed, cut: the last request posted was answered with an event
+	// stream, and that stream was cut (Exchange.Stream).
+	streamed, cut bool
+	refused       error // the answer the guard refused (Exchange.Refusal)
+}
+
+func classify(err error, s Session, ex seen, ctxDone bool) Verdict {
+	rec, streamed, cut := ex.Record, ex.streamed, ex.cut
 	sessionEra := s.SessionEra
 	writeFailed := wire.IsWriteError(err)
 	// Sent, as far as the client can tell: the request reached a
@@ -167,8 +182,8 @@ func Classify(err error, s Session, ex *wire.Exchange, ctxDone bool) Verdict {
 	case ctxDone:
 		return v(Caller)
 
-	case ex.Refusal() != nil:
-		return refused(ex.Refusal())
+	case ex.refused != nil:
+		return refused(ex.refused)
 
 	case streamed && errors.As(err, new(*transport.Error)):
 		// The server accepted the request and began answering, and the

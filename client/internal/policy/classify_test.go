@@ -126,8 +126,8 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Rows are net/http requests: started, traced; reused implies a
 			// connection.
-			ex := wire.Recorded(wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused, Body: tt.body, EmptyBody: tt.empty}, false, false)
-			v := Classify(tt.err, on(tt.sessionEra), ex, tt.ctxDone)
+			ex := seen{Record: wire.Record{Status: tt.status, RetryAfter: tt.retryAfter, Started: true, Traced: true, GotConn: tt.gotConn || tt.reused, Reused: tt.reused, Body: tt.body, EmptyBody: tt.empty}}
+			v := classify(tt.err, on(tt.sessionEra), ex, tt.ctxDone)
 			if v.Class != tt.want {
 				t.Fatalf("Classify(%v) = %v, want %v", tt.err, v.Class, tt.want)
 			}
@@ -142,12 +142,12 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 // must not be read as "never sent", or a call whose deadline passed in
 // flight would be told it did not run.
 func TestUntracedTransportProvesNothing(t *testing.T) {
-	ex := wire.Recorded(wire.Record{Started: true, Traced: false}, false, false)
-	if v := Classify(mcpgo(os.ErrDeadlineExceeded), on(true), ex, true); !v.MayHaveRun() {
+	ex := seen{Record: wire.Record{Started: true, Traced: false}}
+	if v := classify(mcpgo(os.ErrDeadlineExceeded), on(true), ex, true); !v.MayHaveRun() {
 		t.Errorf("deadline in flight through an untraced transport: %+v; want may have run", v)
 	}
-	ex = wire.Recorded(wire.Record{Started: true, Traced: true}, false, false)
-	if v := Classify(mcpgo(os.ErrDeadlineExceeded), on(true), ex, true); v.MayHaveRun() {
+	ex = seen{Record: wire.Record{Started: true, Traced: true}}
+	if v := classify(mcpgo(os.ErrDeadlineExceeded), on(true), ex, true); v.MayHaveRun() {
 		t.Errorf("deadline before net/http took a connection: %+v; want not run", v)
 	}
 	if v := Classify(mcpgo(os.ErrDeadlineExceeded), on(true), wire.NewExchange(), true); v.MayHaveRun() {
@@ -188,8 +188,8 @@ func TestClassifyExpiredSessionHoweverTheServerSaysIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := wire.Recorded(wire.Record{Status: tt.status, RPCCode: tt.rpcCode, RPCError: tt.rpcError, WithSession: tt.withSession, Started: true, Traced: true, GotConn: true}, false, false)
-			v := Classify(tt.err, tt.s, ex, false)
+			ex := seen{Record: wire.Record{Status: tt.status, RPCCode: tt.rpcCode, RPCError: tt.rpcError, WithSession: tt.withSession, Started: true, Traced: true, GotConn: true}}
+			v := classify(tt.err, tt.s, ex, false)
 			if v.Class != tt.want {
 				t.Fatalf("class %v, want %v", v.Class, tt.want)
 			}
@@ -222,8 +222,8 @@ func TestClassifyALostAnswerStream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.rec.Started, tt.rec.Traced, tt.rec.GotConn = true, true, true
-			ex := wire.Recorded(tt.rec, true, tt.cut)
-			v := Classify(tt.err, s, ex, false)
+			ex := seen{Record: tt.rec, streamed: true, cut: tt.cut}
+			v := classify(tt.err, s, ex, false)
 			if v.Class != OutcomeUnknown || !v.MayHaveRun() {
 				t.Fatalf("Verdict %+v; want outcome unknown", v)
 			}

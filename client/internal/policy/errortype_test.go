@@ -20,19 +20,17 @@ import (
 // the session era and the server's answer in the stateless era, for the
 // observers as for the call.
 func TestErrorTypeIsTheVerdicts(t *testing.T) {
-	rec := func(status int) *wire.Exchange {
-		return wire.Recorded(wire.Record{Status: status, Started: true, GotConn: true, Traced: true, WithSession: true}, false, false)
+	rec := func(status int) seen {
+		return seen{Record: wire.Record{Status: status, Started: true, GotConn: true, Traced: true, WithSession: true}}
 	}
 	served := Session{SessionEra: true, Served: true}
-	tooLarge := wire.NewExchange()
-	tooLarge.Refuse(wire.ErrResponseTooLarge)
-	wrong := wire.NewExchange()
-	wrong.Refuse(&wire.WrongAnswerError{})
+	tooLarge := seen{refused: wire.ErrResponseTooLarge}
+	wrong := seen{refused: &wire.WrongAnswerError{}}
 	for _, tt := range []struct {
 		name     string
 		err      error
 		s        Session
-		ex       *wire.Exchange
+		ex       seen
 		ctxErr   error
 		want     string
 		wantCode int
@@ -48,7 +46,7 @@ func TestErrorTypeIsTheVerdicts(t *testing.T) {
 		{"401", mcpgo(errors.New("request failed with status 401")), served, rec(401), nil, TypeUnauthorized, 0},
 		{"insufficient scope", &auth.InsufficientScopeError{}, served, rec(403), nil, TypeInsufficientScope, 0},
 		{"503", mcpgo(errors.New("request failed with status 503")), served, rec(503), nil, TypeServerBusy, 0},
-		{"refused connection", mcpgo(netErr("dial", syscall.ECONNREFUSED)), served, wire.NewExchange(), nil, TypeConnectionError, 0},
+		{"refused connection", mcpgo(netErr("dial", syscall.ECONNREFUSED)), served, seen{}, nil, TypeConnectionError, 0},
 		{"reset after sending", mcpgo(netErr("read", syscall.ECONNRESET)), served, rec(0), nil, TypeConnectionError, 0},
 		{"502", mcpgo(errors.New("request failed with status 502")), served, rec(502), nil, TypeConnectionError, 0},
 		{"500", mcpgo(errors.New("request failed with status 500")), served, rec(500), nil, TypeBrokenAnswer, 0},
@@ -56,7 +54,7 @@ func TestErrorTypeIsTheVerdicts(t *testing.T) {
 		{"too large", mcpgo(errors.New("x")), served, tooLarge, nil, TypeResponseTooLarge, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Classify(tt.err, tt.s, tt.ex, tt.ctxErr != nil)
+			v := classify(tt.err, tt.s, tt.ex, tt.ctxErr != nil)
 			got, code := ErrorType(v, tt.err, tt.ctxErr)
 			if got != tt.want || code != tt.wantCode {
 				t.Errorf("ErrorType of %v (%v) = %q, %d; want %q, %d", tt.err, v.Class, got, code, tt.want, tt.wantCode)

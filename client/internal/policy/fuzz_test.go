@@ -35,13 +35,13 @@ func FuzzClassify(f *testing.F) {
 		case 5:
 			cause = &json.SyntaxError{}
 		}
-		ex := wire.Recorded(wire.Record{Status: status, RetryAfter: time.Second}, false, false)
+		ex := seen{Record: wire.Record{Status: status, RetryAfter: time.Second}}
 		var refused error
 		if kind%6 == 3 || kind%6 == 4 {
-			ex.Refuse(cause)
+			ex.refused = cause
 			refused = cause
 		}
-		v := Classify(mcpgo(fmt.Errorf("%s: %w", msg, cause)), on(sessionEra), ex, false)
+		v := classify(mcpgo(fmt.Errorf("%s: %w", msg, cause)), on(sessionEra), ex, false)
 		if v.Class < Caller || v.Class > Rejected {
 			t.Fatalf("class %d out of range", v.Class)
 		}

@@ -115,20 +115,19 @@ func TestAfterStreamOnSubscriptionsListen(t *testing.T) {
 		{"500", mcpgo(errors.New("request failed with status 500")), 500, StreamReopen},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ex := wire.Recorded(wire.Record{Status: tt.status, Started: true, GotConn: tt.status != 0, Traced: true}, false, false)
-			a := AfterStream(Classify(tt.err, stateless, ex, false))
+			ex := seen{Record: wire.Record{Status: tt.status, Started: true, GotConn: tt.status != 0, Traced: true}}
+			a := AfterStream(classify(tt.err, stateless, ex, false))
 			if a.Next != tt.want {
 				t.Errorf("AfterStream = %v (%s), want %v", a.Next, a.Why, tt.want)
 			}
 		})
 	}
-	cut := wire.Recorded(wire.Record{Status: 200, Started: true, GotConn: true, Traced: true}, true, true)
-	if a := AfterStream(Classify(mcpgo(errors.New("unexpected EOF")), stateless, cut, false)); a.Next != StreamReopen {
+	cut := seen{Record: wire.Record{Status: 200, Started: true, GotConn: true, Traced: true}, streamed: true, cut: true}
+	if a := AfterStream(classify(mcpgo(errors.New("unexpected EOF")), stateless, cut, false)); a.Next != StreamReopen {
 		t.Errorf("a listen stream cut: %v, want %v", a.Next, StreamReopen)
 	}
-	corrupt := wire.NewExchange()
-	corrupt.Refuse(&wire.WrongAnswerError{})
-	if a := AfterStream(Classify(mcpgo(errors.New("x")), stateless, corrupt, false)); a.Next != StreamRenew || a.Discard != LossCorrupt {
+	corrupt := seen{refused: &wire.WrongAnswerError{}}
+	if a := AfterStream(classify(mcpgo(errors.New("x")), stateless, corrupt, false)); a.Next != StreamRenew || a.Discard != LossCorrupt {
 		t.Errorf("a listen stream answered with another request's id: %v %v, want %v %v", a.Next, a.Discard, StreamRenew, LossCorrupt)
 	}
 }

@@ -142,17 +142,6 @@ func NewExchange() *Exchange {
 	return ex
 }
 
-// Recorded returns an exchange that saw rec and, of the last request's
-// answer stream, streamed and cut, as the tracker would have recorded them:
-// for tests of decisions made on what an exchange saw.
-func Recorded(rec Record, streamed, cut bool) *Exchange {
-	return &Exchange{rec: rec, streamed: streamed, cut: cut}
-}
-
-// Refuse records that the guard refused an answer, as the guard does: for
-// tests of decisions made on a refusal.
-func (ex *Exchange) Refuse(err error) { ex.refuse(err) }
-
 type exchangeKey struct{}
 
 // Bind returns ctx carrying ex and its trace, for every request sent

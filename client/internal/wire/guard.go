@@ -23,9 +23,9 @@ import (
 //
 // What mcp-go does with an answer is mirrored here precisely, not
 // approximately: a JSON body is decoded with json.Decoder, an SSE event is
-// cut into lines with bufio.Reader.ReadString('\n') and its data decoded
-// with json.Unmarshal, and ids are matched as encoding/json matches struct
-// fields. Where the guard finds no object to check (not JSON, not an
+// cut into lines with bufio.Reader.ReadString('\n') (sse.go cuts a stream
+// where it does) and its data decoded with json.Unmarshal, and ids are
+// matched as encoding/json matches struct fields. Where the guard finds no object to check (not JSON, not an
 // object), it lets the answer through, and mcp-go fails to decode it too;
 // where mcp-go would fail anyway, the guard may refuse first. FuzzGuardJSON
 // and FuzzGuardSSE hold it to that.
@@ -405,34 +405,14 @@ func (s *jsonScanner) idString() string {
 	return "null"
 }
 
-// sseLine is what the guard knows of the line of an SSE stream being read.
-const (
-	lineStart = iota // not yet known: blank, data, or another field
-	lineData         // a "data:" line
-	lineOther        // any other line: a comment, event:, id:, retry:
-)
-
-// sseEvent follows the event of an SSE stream being read, cut into lines
-// as mcp-go cuts them: at '\n' only, with trailing '\r's trimmed; a line
-// that is empty after trimming ends the event; "data:" lines are joined
-// with '\n', one leading space dropped from each.
+// sseEvent is what the guard knows of the event of an SSE stream being
+// read: where mcp-go cuts it (the parser), and whether the data of its
+// complete lines is a whole object, which is what mcp-go dispatches if the
+// stream ends here.
 type sseEvent struct {
-	line   uint8
-	prefix uint8 // bytes of "data:" matched at the start of the line
-	first  bool  // the next byte is the first of a data value
-	lineN  int64 // bytes of the current line so far
-	crs    int64 // '\r's held back: trailing ones are trimmed from the line
-	fed    int64 // bytes the current data line gave the event's data
-	data   int64 // bytes of the event's data from complete lines
-	// endedAtLine: the data of the complete lines is a whole object, which
-	// is what mcp-go dispatches if the stream ends here.
+	sseParser
 	endedAtLine bool
 }
-
-var (
-	lf = []byte{'\n'}
-	cr = []byte{'\r'}
-)
 
 // guard stands between mcp-go and one request: it reads the id of the
 // request on its way out, and checks the answer on its way back. Its Read
@@ -644,90 +624,26 @@ func (g *guard) events(p []byte) (int, error) {
 	e := &g.ev
 	accepted := 0
 	for i := 0; i < len(p); {
-		c := p[i]
-		if c == '\n' {
-			switch {
-			case e.line == lineStart && e.prefix == 0:
-				// A blank line: the event is dispatched if it has data.
-				if e.data > 0 && g.check && g.scan.ended() {
-					if err := g.verify(true); err != nil {
-						return accepted, err
-					}
-				}
-				g.scan, e.data, e.endedAtLine = jsonScanner{}, 0, false
-				accepted = i + 1
-			case e.line == lineData:
-				e.data += e.fed
-				e.endedAtLine = g.scan.ended()
+		n, found, run := e.next(p[i:], g.limit)
+		i += n
+		switch found {
+		case sseData:
+			if g.check {
+				g.scan.write(run)
 			}
-			e.line, e.prefix, e.first, e.lineN, e.crs, e.fed = lineStart, 0, false, 0, 0, 0
-			i++
-			continue
-		}
-		// How far this step reads: one byte, or a run up to the next
-		// line break.
-		step := 1
-		switch e.line {
-		case lineStart:
-			switch {
-			case c == '\r' && e.prefix == 0:
-				// Maybe a blank line; '\r's are trimmed.
-			case e.lineN > 0 && e.prefix == 0, c != "data:"[e.prefix]:
-				e.line = lineOther
-			default:
-				if e.prefix++; e.prefix == 5 {
-					e.line, e.first = lineData, true
-					if e.data > 0 {
-						g.feed(lf)
-					}
+		case sseLineEnd:
+			e.endedAtLine = g.scan.ended()
+		case sseBlank, sseDispatch:
+			if found == sseDispatch && g.check && g.scan.ended() {
+				if err := g.verify(true); err != nil {
+					return accepted, err
 				}
 			}
-		case lineData:
-			switch {
-			case e.first && c == ' ':
-				e.first = false
-			case c == '\r':
-				e.first = false
-				e.crs++
-			default:
-				e.first = false
-				for ; e.crs > 0; e.crs-- {
-					g.feed(cr)
-				}
-				step = indexCRLF(p[i:])
-				g.feed(p[i : i+step])
-			}
-		case lineOther:
-			step = bytes.IndexByte(p[i:], '\n')
-			if step < 0 {
-				step = len(p) - i
-			}
-		}
-		// mcp-go holds the event's data and the line being read.
-		if e.lineN += int64(step); e.data+e.lineN > g.limit {
+			g.scan, e.endedAtLine = jsonScanner{}, false
+			accepted = i
+		case sseTooLarge:
 			return accepted, &responseTooLargeError{limit: g.limit, event: true}
 		}
-		i += step
 	}
 	return len(p), nil
-}
-
-func (g *guard) feed(p []byte) {
-	g.ev.fed += int64(len(p))
-	if g.check {
-		g.scan.write(p)
-	}
-}
-
-// indexCRLF is the length of the run at the start of p before a '\r' or a
-// '\n', at least 1 (p[0] is neither).
-func indexCRLF(p []byte) int {
-	n := bytes.IndexByte(p, '\n')
-	if n < 0 {
-		n = len(p)
-	}
-	if r := bytes.IndexByte(p[:n], '\r'); r >= 0 {
-		n = r
-	}
-	return n
 }

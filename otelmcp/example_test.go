@@ -1,0 +1,88 @@
+package otelmcp_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+	"github.com/resilientmcp/resilientmcp/otelmcp"
+)
+
+// A call resent after the server restarted (its session expired) is one
+// span with an attempt span under it for each send, and the wait for the
+// re-initialization between them. The spans are recorded in memory
+// here; a program gives NewObserver its TracerProvider (and
+// MeterProvider), or lets it use the global ones.
+func ExampleNewObserver() {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := client.New(srv.URL(), client.WithObserver(otelmcp.NewObserver(otelmcp.WithTracerProvider(tp))))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx := context.Background()
+	if err := c.Ping(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Restart(); err != nil { // the session expires
+		log.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"text": "hello"}
+	if _, err := c.CallTool(ctx, req); err != nil {
+		log.Fatal(err)
+	}
+
+	ended := spans.Ended()
+	for _, call := range ended {
+		if call.Name() != "tools/call echo" {
+			continue
+		}
+		fmt.Println(call.Name(), call.SpanKind(), attrs(call, otelmcp.CallAttemptsKey))
+		var under []sdktrace.ReadOnlySpan
+		for _, s := range ended {
+			if s.Parent().SpanID() == call.SpanContext().SpanID() {
+				under = append(under, s)
+			}
+		}
+		slices.SortFunc(under, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+		for _, s := range under {
+			fmt.Println(strings.TrimRight("  "+s.Name()+" "+attrs(s, otelmcp.AttemptNumberKey, otelmcp.AttemptReasonKey, "error.type"), " "))
+		}
+	}
+	// Output:
+	// tools/call echo client resilientmcp.call.attempts=2
+	//   attempt resilientmcp.attempt.number=1 resilientmcp.attempt.reason=first error.type=session_expired
+	//   reinitialize
+	//   attempt resilientmcp.attempt.number=2 resilientmcp.attempt.reason=session_expired
+}
+
+// attrs are s's attributes of keys, as key=value.
+func attrs(s sdktrace.ReadOnlySpan, keys ...attribute.Key) string {
+	var out []string
+	for _, kv := range s.Attributes() {
+		if slices.Contains(keys, kv.Key) {
+			out = append(out, string(kv.Key)+"="+kv.Value.String())
+		}
+	}
+	return strings.Join(out, " ")
+}
