@@ -53,7 +53,7 @@ func Example() {
 		fmt.Println(res.Content[0].(mcp.TextContent).Text)
 	}
 	echo("before the restart")
-	if err := srv.Restart(); err != nil { // the server forgets every session
+	if err := srv.Restart(); err != nil { // every session expires
 		log.Fatal(err)
 	}
 	echo("after the restart")
@@ -235,8 +235,8 @@ func ExampleResilientClient_IterTools() {
 }
 
 // OnConnectionLost is told of each lost session, with the cause, before
-// the client has recovered: here the server restarts and forgets the
-// session, and the next call finds that out.
+// the client has recovered: here the server restarts, the session
+// expires, and the next call finds that out.
 func ExampleResilientClient_OnConnectionLost() {
 	srv, stop := exampleServer(testserver.SessionEra)
 	defer stop()
@@ -350,7 +350,7 @@ func ExampleWithObserver() {
 	if _, err := c.CallTool(ctx, req); err != nil {
 		log.Fatal(err)
 	}
-	if err := srv.Restart(); err != nil { // the server forgets the session
+	if err := srv.Restart(); err != nil { // the session expires
 		log.Fatal(err)
 	}
 	if _, err := c.CallTool(ctx, req); err != nil {

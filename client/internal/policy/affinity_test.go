@@ -14,12 +14,12 @@ func TestYoungLoss(t *testing.T) {
 		age        time.Duration
 		want       bool
 	}{
-		{"forgotten in its handshake", LossExpired, true, 0, 0, true},
-		{"forgotten on its first request", LossExpired, true, 0, time.Second, true},
+		{"expired in its handshake", LossExpired, true, 0, 0, true},
+		{"expired on its first request", LossExpired, true, 0, time.Second, true},
 		{"answered one request: a restart", LossExpired, true, 1, time.Second, false},
 		{"idle past YoungAge: the server expired it", LossExpired, true, 0, YoungAge, false},
 		{"stateless era: no sessions to keep", LossExpired, false, 0, 0, false},
-		{"dead connection, not a forgotten session", LossUnhealthy, true, 0, 0, false},
+		{"dead connection, not an expired session", LossUnhealthy, true, 0, 0, false},
 		{"unreachable", LossUnreachable, true, 0, 0, false},
 	} {
 		if got := YoungLoss(tc.loss, tc.sessionEra, tc.answers, tc.age); got != tc.want {

@@ -53,7 +53,7 @@ func TestStreamVerdictAndAfterStream(t *testing.T) {
 		{"405 after the stream worked", StreamAnswer{Status: 405, OpenedBefore: true}, ServerError, StreamStop},
 		{"F27: 404 after the stream worked", StreamAnswer{Status: 404, OpenedBefore: true}, Expired, StreamRenew},
 		{"F27: 400 after the stream worked", StreamAnswer{Status: 400, OpenedBefore: true}, Expired, StreamRenew},
-		{"404 from the start, the probe says forgotten", StreamAnswer{Status: 404, SessionExpired: true}, Expired, StreamRenew},
+		{"404 from the start, the probe says expired", StreamAnswer{Status: 404, SessionExpired: true}, Expired, StreamRenew},
 		{"404 from the start, the probe says alive", StreamAnswer{Status: 404, SessionAlive: true}, ServerError, StreamStop},
 		{"400 from the start, the probe says alive", StreamAnswer{Status: 400, SessionAlive: true}, ServerError, StreamStop},
 		{"404 from the start, the probe cannot tell", StreamAnswer{Status: 404}, NotSent, StreamReopen},
