@@ -441,7 +441,6 @@ func (p *Pool[T]) run(m *member[T], loop uint64, prev T, cause error) {
 			return
 		}
 		p.stats.DialErrors++
-		m.lastErr = err
 		next := backoff.Stop
 		if !p.cfg.Permanent(err) {
 			next = b.NextBackOff()
@@ -449,16 +448,24 @@ func (p *Pool[T]) run(m *member[T], loop uint64, prev T, cause error) {
 				next = max(next, p.cfg.RetryAfter(err))
 			}
 		}
-		if next == backoff.Stop {
-			m.failed, m.failedIn = err, loop
-			p.setStateLocked(m, Idle)
-		} else {
-			p.broadcastLocked() // waiters may want the newer lastErr
-		}
 		p.mu.Unlock()
+		// OnDialError hears of the failure before any waiter does (outside
+		// the lock, as every hook): whatever a caller is told of it, an
+		// observer was told first.
 		if p.cfg.OnDialError != nil {
 			p.cfg.OnDialError(m.index, err, next)
 		}
+		p.mu.Lock()
+		if !p.closed {
+			m.lastErr = err
+			if next == backoff.Stop {
+				m.failed, m.failedIn = err, loop
+				p.setStateLocked(m, Idle)
+			} else {
+				p.broadcastLocked() // waiters may want the newer lastErr
+			}
+		}
+		p.mu.Unlock()
 		if next == backoff.Stop {
 			p.releaseUnlessZero(prev)
 			return
