@@ -493,6 +493,9 @@ func TestF36CircuitBreakerOpensAfterAnOutageAndClosesWhenTheServerIsBack(t *test
 			rig.Eventually(t, "the breaker closed", func() bool {
 				return r.C.State() == client.Ready && !r.C.Stats().FailingFast
 			})
+			// Observers are told in order but on the notifier's goroutine,
+			// after the state the client reports has changed.
+			rig.Eventually(t, "the observer told the breaker closed", func() bool { return len(ev.breaker()) >= 2 })
 			b := ev.breaker()
 			if len(b) != 2 || !b[0].Open || b[1].Open {
 				t.Errorf("observer told %+v; want open, then closed", b)
