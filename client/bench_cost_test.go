@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"runtime"
+	"time"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,4 +40,51 @@ func BenchmarkCallPathParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCallPathOptions is BenchmarkCallPath with call options on the
+// context: what the client itself does for them, beside the call path.
+// options=progress puts the call's progressToken in its typed request, as
+// CallTool does.
+func BenchmarkCallPathOptions(b *testing.B) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := New(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	base, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for _, v := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"none", base},
+		{"flags", WithCallOptions(base, SafeToRepeat(), FailFast())},
+		{"progress", WithCallOptions(base, ProgressTimeout(time.Minute), OnProgress(func(mcp.ProgressNotification) {}))},
+		{"timeout", WithCallOptions(base, ProgressTimeout(time.Minute))},
+	} {
+		b.Run("options="+v.name, func(b *testing.B) {
+			send := func(ctx context.Context, _ *session) error {
+				var req mcp.CallToolRequest
+				if p := progressOf(ctx); p != nil {
+					req.Params.Meta = p.withToken(req.Params.Meta)
+				}
+				return nil
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.do(v.ctx, "tools/call", "increment", send); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

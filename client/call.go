@@ -50,7 +50,9 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 	ctx, pc, cancel := c.govern(ctx, o)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	ex := wire.NewExchange()
+	st := new(callState)
+	ex, lease := &st.ex, &st.lease
+	ex.Init()
 	ctx = ex.Bind(ctx)
 	if pc != nil {
 		ex.RewriteRequests(pc.rewrite)
@@ -60,7 +62,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		return policy.SafeToRepeat(repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
 	}
 	for {
-		lease, err := c.pool.Acquire(ctx)
+		err := c.pool.AcquireInto(ctx, lease)
 		if err != nil {
 			r.CtxErr = ctx.Err()
 			return c.acquireFailed(&r, err)
@@ -157,6 +159,14 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			}
 		}
 	}
+}
+
+// callState is what a call holds through its attempts, made in one
+// allocation: the exchange its requests go out under (Bind), and its lease
+// of a session, taken again for each attempt.
+type callState struct {
+	ex    wire.Exchange
+	lease pool.Lease[*session]
 }
 
 // probeFailed carries out what a failed probe of the session a call was

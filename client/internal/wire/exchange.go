@@ -130,7 +130,15 @@ func (k *keyNoter) Value(key any) any {
 // NewExchange returns an exchange for one call (or one request the client
 // makes on its own); Bind puts it in the context its requests go out under.
 func NewExchange() *Exchange {
-	ex := &Exchange{}
+	ex := new(Exchange)
+	ex.Init()
+	return ex
+}
+
+// Init readies a zero Exchange held in a value of the caller's (a call's
+// state), which saves the caller an allocation. An exchange must not be
+// copied once Init has run.
+func (ex *Exchange) Init() {
 	// The one hook, and the one allocation beside the exchange. When a
 	// pooled connection turns out dead before a byte was written, net/http
 	// takes another and calls it again.
@@ -139,7 +147,6 @@ func NewExchange() *Exchange {
 		ex.rec.GotConn, ex.rec.Reused = true, info.Reused
 		ex.mu.Unlock()
 	}
-	return ex
 }
 
 // Recorded returns an exchange that saw rec and, of the last request's
