@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 	"runtime"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
