@@ -41,8 +41,8 @@ func (e *ProgressTimeoutError) Is(target error) bool { return target == context.
 // the call's state, its context and its token are one allocation.
 //
 // A progressCall is safe for concurrent use: the call's goroutine, the
-// session's reader (progress), its timer and its delivery goroutine all
-// use it.
+// session's reader (progress), the registry's idle clock and its delivery
+// goroutine all use it.
 type progressCall struct {
 	// The call's context: a cancelCtx under the call's absolute bound when
 	// governed by progress (idle > 0); followed for OnProgress only, the
@@ -56,7 +56,11 @@ type progressCall struct {
 	start      time.Time
 	last       atomic.Int64 // since start: the last progress, or the last send
 	out        atomic.Bool  // a request of the call is out
-	timer      *time.Timer  // set by the first send; only check resets it
+	// On the registry's idle clock (governed by progress, from its first
+	// send to its end), in the list of calls it watches. Guarded by
+	// reg.mu.
+	clocked            bool
+	prevIdle, nextIdle *progressCall
 
 	// token is the progressToken the call's requests carry, and key its
 	// registry key: the caller's own or the client's; set by the first
@@ -172,10 +176,8 @@ func (p *progressCall) now() int64 { return int64(time.Since(p.start)) }
 func (p *progressCall) sending() {
 	p.last.Store(p.now())
 	p.out.Store(true)
-	if p.idle > 0 && p.timer == nil {
-		// Set before it can fire: check reads it.
-		p.timer = time.AfterFunc(time.Hour, p.check)
-		p.timer.Reset(p.idle)
+	if p.idle > 0 {
+		p.reg.watch(p)
 	}
 }
 
@@ -183,22 +185,13 @@ func (p *progressCall) sending() {
 // for a session or a pause, which no progress can come for.
 func (p *progressCall) sent() { p.out.Store(false) }
 
-// check runs on the timer: it ends the call if no progress came for idle
-// while a request was out, or sets the timer for when that would be.
-func (p *progressCall) check() {
-	if p.Context.Err() != nil {
-		return
+// idleFor reports how long the call has had a request out without
+// progress, at now; 0 when none is out. Read by the idle clock.
+func (p *progressCall) idleFor(now time.Time) time.Duration {
+	if !p.out.Load() {
+		return 0
 	}
-	wait := p.idle
-	if p.out.Load() {
-		since := time.Duration(p.now() - p.last.Load())
-		if since >= p.idle {
-			p.cancel(&ProgressTimeoutError{Idle: p.idle})
-			return
-		}
-		wait = p.idle - since
-	}
-	p.timer.Reset(wait)
+	return now.Sub(p.start) - time.Duration(p.last.Load())
 }
 
 // progressed is told of a progress notification for the call, on the
@@ -244,20 +237,15 @@ func (p *progressCall) deliver() {
 	}
 }
 
-// finish ends the call's progress: it leaves the registry, its timer
-// stops, no notification is queued any more, and once those queued before
+// finish ends the call's progress: it leaves the registry and its idle
+// clock, no notification is queued any more, and once those queued before
 // have been delivered, onProgress is called no more.
 func (p *progressCall) finish() {
 	p.mu.Lock()
 	p.finished = true
 	key := p.key
 	p.mu.Unlock()
-	if key != "" {
-		p.reg.remove(key, p)
-	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
+	p.reg.leave(key, p)
 	p.delivered.Wait()
 }
 
@@ -439,8 +427,16 @@ func (c *ResilientClient) progressCalls() *progressRegistry {
 //
 // A progressRegistry is safe for concurrent use; its zero value is ready.
 type progressRegistry struct {
-	mu     sync.Mutex // guards calls; a leaf
-	calls  map[string]*progressCall
+	mu    sync.Mutex // guards calls and the idle clock; a leaf
+	calls map[string]*progressCall
+	// The idle clock: one timer for every call governed by progress
+	// (rather than a timer per call, two allocations each), set for the
+	// first moment one of them may have gone idle too long. idle lists
+	// the calls it watches; due is when it fires, zero when it is not set.
+	idle  *progressCall
+	timer *time.Timer
+	due   time.Time
+
 	next   atomic.Uint64
 	prefix atomic.Pointer[string]
 }
@@ -480,10 +476,106 @@ func (r *progressRegistry) remove(key string, p *progressCall) {
 		return
 	}
 	r.mu.Lock()
-	if r.calls[key] == p {
+	r.removeLocked(key, p)
+	r.mu.Unlock()
+}
+
+func (r *progressRegistry) removeLocked(key string, p *progressCall) {
+	if key != "" && r.calls[key] == p {
 		delete(r.calls, key)
 	}
+}
+
+// leave takes p, whose call is ending, out of the registry (key, if not
+// "") and off the idle clock.
+func (r *progressRegistry) leave(key string, p *progressCall) {
+	if key == "" && p.idle == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.removeLocked(key, p)
+	r.unwatchLocked(p)
 	r.mu.Unlock()
+}
+
+// watch puts p, whose request is going out, on the idle clock, and has the
+// clock fire by p.idle from now.
+func (r *progressRegistry) watch(p *progressCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !p.clocked {
+		p.clocked = true
+		p.prevIdle, p.nextIdle = nil, r.idle
+		if r.idle != nil {
+			r.idle.prevIdle = p
+		}
+		r.idle = p
+	}
+	due := time.Now().Add(p.idle)
+	if !r.due.IsZero() && !due.Before(r.due) {
+		return
+	}
+	r.due = due
+	if r.timer == nil {
+		r.timer = time.AfterFunc(p.idle, r.tick)
+	} else {
+		r.timer.Reset(p.idle)
+	}
+}
+
+// unwatchLocked takes p off the idle clock; the clock stops with its last
+// call.
+func (r *progressRegistry) unwatchLocked(p *progressCall) {
+	if !p.clocked {
+		return
+	}
+	p.clocked = false
+	if p.prevIdle != nil {
+		p.prevIdle.nextIdle = p.nextIdle
+	} else {
+		r.idle = p.nextIdle
+	}
+	if p.nextIdle != nil {
+		p.nextIdle.prevIdle = p.prevIdle
+	}
+	p.prevIdle, p.nextIdle = nil, nil
+	if r.idle == nil && r.timer != nil {
+		r.timer.Stop()
+		r.due = time.Time{}
+	}
+}
+
+// tick runs on the idle clock's timer: it ends every call that has had a
+// request out for its idle timeout without progress, and sets the timer
+// for the first moment another may have.
+func (r *progressRegistry) tick() {
+	var expired []*progressCall
+	r.mu.Lock()
+	now := time.Now()
+	r.due = time.Time{}
+	wait := time.Duration(-1)
+	for p := r.idle; p != nil; p = p.nextIdle {
+		if p.Context.Err() != nil {
+			continue // ended; it leaves at its end
+		}
+		since := p.idleFor(now)
+		if since >= p.idle {
+			expired = append(expired, p)
+			continue
+		}
+		// Not out: at its next send, watch sets the clock for it.
+		if w := p.idle - since; p.out.Load() && (wait < 0 || w < wait) {
+			wait = w
+		}
+	}
+	if wait >= 0 {
+		r.due = now.Add(wait)
+		r.timer.Reset(wait)
+	}
+	r.mu.Unlock()
+	for _, p := range expired {
+		p.cancel(&ProgressTimeoutError{Idle: p.idle})
+	}
 }
 
 func (r *progressRegistry) lookup(key string) *progressCall {
