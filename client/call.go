@@ -47,20 +47,31 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 		}
 		repeat = o.repeat
 	}
-	ctx, pc, cancel := c.govern(ctx, o)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
-	ex := wire.NewExchange()
-	ctx = ex.Bind(ctx)
-	if pc != nil {
-		ex.RewriteRequests(pc.rewrite)
+	var st *callState
+	var pc *progressCall
+	if idle, onProgress, governed := c.governs(o); governed {
+		gs := new(governedState)
+		st, pc = &gs.callState, &gs.progress
+		c.follow(ctx, pc, idle, onProgress)
+		ctx = pc
+		defer pc.end()
+		st.ex.RewriteRequests(pc)
+	} else {
+		st = new(callState)
+		var stop context.CancelFunc
+		ctx, stop = c.callContext(ctx)
+		defer stop()
 	}
+	deadline, _ := ctx.Deadline()
+	ex, lease := &st.ex, &st.lease
+	ex.Init()
+	ctx = ex.Bind(ctx)
 	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
 	safe := func() bool {
 		return policy.SafeToRepeat(repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
 	}
 	for {
-		lease, err := c.pool.Acquire(ctx)
+		err := c.pool.AcquireInto(ctx, lease)
 		if err != nil {
 			r.CtxErr = ctx.Err()
 			return c.acquireFailed(&r, err)
@@ -157,6 +168,21 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			}
 		}
 	}
+}
+
+// callState is what a call holds through its attempts, made in one
+// allocation: the exchange its requests go out under (Bind), and its lease
+// of a session, taken again for each attempt.
+type callState struct {
+	ex    wire.Exchange
+	lease pool.Lease[*session]
+}
+
+// governedState is the callState of a call followed by its progress, with
+// its progressCall: one allocation for both.
+type governedState struct {
+	callState
+	progress progressCall
 }
 
 // probeFailed carries out what a failed probe of the session a call was

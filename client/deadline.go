@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,14 +24,29 @@ const deadlineSlack = 16
 // start within the same slice of time get the same context, whose deadline
 // is at least the timeout away and at most timeout/deadlineSlack later.
 //
+// The current context of each slice is one of deadlineShards, the call
+// taking one at random: every request of a call registers a child with its
+// call's context (mcp-go's own cancelCtx), under that context's lock, so
+// that 256 calls in flight on one context wait for each other there, as
+// they do not on a bare one.
+//
 // A sharedDeadlines is safe for concurrent use.
 type sharedDeadlines struct {
 	timeout time.Duration
 	slack   time.Duration
 
+	shards [deadlineShards]deadlineShard
+	mu     sync.Mutex // serializes making a new current and close; a leaf
+	closed bool       // guarded by mu
+}
+
+// deadlineShards is how many current contexts calls share at a time.
+const deadlineShards = 8
+
+// deadlineShard is one current context, alone on its cache line.
+type deadlineShard struct {
 	current atomic.Pointer[deadlineCtx]
-	mu      sync.Mutex // serializes making a new current and close; a leaf
-	closed  bool       // guarded by mu
+	_       [56]byte
 }
 
 type deadlineCtx struct {
@@ -45,7 +61,7 @@ func newSharedDeadlines(timeout time.Duration) *sharedDeadlines {
 	return &sharedDeadlines{timeout: timeout, slack: timeout / deadlineSlack}
 }
 
-// close ends the current context, and every one get returns from now on:
+// close ends the current contexts, and every one get returns from now on:
 // the client is closed. The contexts are not children of the client's
 // lifetime, which would cost the client, for as long as it lives, a map of
 // children and a Done channel (300 B of an idle client's 8 KB).
@@ -53,22 +69,28 @@ func (d *sharedDeadlines) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
-	if cur := d.current.Load(); cur != nil {
-		cur.cancel()
+	for i := range d.shards {
+		if cur := d.shards[i].current.Load(); cur != nil {
+			cur.cancel()
+		}
 	}
 }
 
 // get returns a context whose deadline is between timeout and
 // timeout+slack from now, ended already after close. Each context ends by
 // itself at its deadline (or at close), so none is kept beyond that.
-func (d *sharedDeadlines) get() context.Context {
+func (d *sharedDeadlines) get() context.Context { return d.getOf(rand.N(deadlineShards)) }
+
+// getOf is get from shard i.
+func (d *sharedDeadlines) getOf(i int) context.Context {
 	due := time.Now().Add(d.timeout)
-	if cur := d.current.Load(); cur != nil && !cur.deadline.Before(due) {
+	shard := &d.shards[i]
+	if cur := shard.current.Load(); cur != nil && !cur.deadline.Before(due) {
 		return cur.ctx
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if cur := d.current.Load(); cur != nil && !cur.deadline.Before(due) {
+	if cur := shard.current.Load(); cur != nil && !cur.deadline.Before(due) {
 		return cur.ctx
 	}
 	deadline := due.Add(d.slack)
@@ -76,6 +98,6 @@ func (d *sharedDeadlines) get() context.Context {
 	if d.closed {
 		cancel()
 	}
-	d.current.Store(&deadlineCtx{ctx: ctx, deadline: deadline, cancel: cancel})
+	shard.current.Store(&deadlineCtx{ctx: ctx, deadline: deadline, cancel: cancel})
 	return ctx
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -18,17 +19,29 @@ func TestSharedDeadlines(t *testing.T) {
 		d := newSharedDeadlines(160 * time.Second) // slack 10s
 		start := time.Now()
 
-		a := d.get()
-		deadline, ok := a.Deadline()
-		if !ok || deadline.Before(start.Add(160*time.Second)) || deadline.After(start.Add(170*time.Second)) {
-			t.Fatalf("deadline %v from now, want between 160s and 170s", deadline.Sub(start))
+		var first [deadlineShards]context.Context
+		for i := range first {
+			first[i] = d.getOf(i)
+			deadline, ok := first[i].Deadline()
+			if !ok || deadline.Before(start.Add(160*time.Second)) || deadline.After(start.Add(170*time.Second)) {
+				t.Fatalf("deadline %v from now, want between 160s and 170s", deadline.Sub(start))
+			}
 		}
+		a := first[0]
+		deadline, _ := a.Deadline()
 		time.Sleep(9 * time.Second)
-		if d.get() != a {
-			t.Fatal("a call within the slack got a context of its own")
+		for i := range first {
+			if d.getOf(i) != first[i] {
+				t.Fatal("a call within the slack got a context of its own")
+			}
+		}
+		for range 100 {
+			if c := d.get(); !slices.Contains(first[:], c) {
+				t.Fatal("a call within the slack got a context of its own")
+			}
 		}
 		time.Sleep(2 * time.Second)
-		b := d.get()
+		b := d.getOf(0)
 		if b == a {
 			t.Fatal("a call 11s later shares a deadline that is less than the timeout away")
 		}
@@ -49,8 +62,10 @@ func TestSharedDeadlines(t *testing.T) {
 			t.Fatalf("after close the shared context says %v", b.Err())
 		}
 		time.Sleep(time.Minute)
-		if c := d.get(); c == b || !errors.Is(c.Err(), context.Canceled) {
-			t.Fatalf("a context made after close says %v", c.Err())
+		for i := range first {
+			if c := d.getOf(i); c == b || !errors.Is(c.Err(), context.Canceled) {
+				t.Fatalf("a context made after close says %v", c.Err())
+			}
 		}
 	})
 }

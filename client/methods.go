@@ -194,10 +194,10 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 // AsTask or WithTaskCalls, is called as a task: see AsTask.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
-	if c.callToolAsTask(ctx, name) {
+	asTask, listed := c.callToolAsTask(ctx, name)
+	if asTask {
 		return c.callTask(ctx, req)
 	}
-	_, listed := c.taskSupport(name)
 	res, err := c.callToolPlain(ctx, req)
 	if (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err, listed) {
 		return c.callTask(ctx, req)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -32,24 +33,34 @@ func (e *ProgressTimeoutError) Error() string {
 func (e *ProgressTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // progressCall is one call governed by progress, or followed by OnProgress.
-// It is the context the call runs under: a context that ends, with
-// context.DeadlineExceeded, when no progress has come for idle while a
-// request of the call is out. Contexts derived from it hook into the
-// cancelCtx it embeds, without a goroutine.
+// It is the context the call runs under: when governed by progress, a
+// context that ends, with context.DeadlineExceeded, when no progress has
+// come for idle while a request of the call is out. Contexts derived from
+// it hook into the cancelCtx it embeds, without a goroutine. A call made
+// through the call path holds it in its callState (governedState), so that
+// the call's state, its context and its token are one allocation.
 //
 // A progressCall is safe for concurrent use: the call's goroutine, the
-// session's reader (progress), its timer and its delivery goroutine all
-// use it.
+// session's reader (progress), the registry's idle clock and its delivery
+// goroutine all use it.
 type progressCall struct {
-	context.Context // a cancelCtx under the call's absolute bound
-	cancel          context.CancelCauseFunc
-	reg             *progressRegistry
-	idle            time.Duration // 0: followed for OnProgress only
-	onProgress      func(mcp.ProgressNotification)
-	start           time.Time
-	last            atomic.Int64 // since start: the last progress, or the last send
-	out             atomic.Bool  // a request of the call is out
-	timer           *time.Timer  // set by the first send; only check resets it
+	// The call's context: a cancelCtx under the call's absolute bound when
+	// governed by progress (idle > 0); followed for OnProgress only, the
+	// call's bounded context itself.
+	context.Context
+	cancel     context.CancelCauseFunc // nil when followed for OnProgress only
+	stop       context.CancelFunc      // ends the context of the absolute bound, if one was made
+	reg        *progressRegistry
+	idle       time.Duration // 0: followed for OnProgress only
+	onProgress func(mcp.ProgressNotification)
+	start      time.Time
+	last       atomic.Int64 // since start: the last progress, or the last send
+	out        atomic.Bool  // a request of the call is out
+	// On the registry's idle clock (governed by progress, from its first
+	// send to its end), in the list of calls it watches. Guarded by
+	// reg.mu.
+	clocked            bool
+	prevIdle, nextIdle *progressCall
 
 	// token is the progressToken the call's requests carry, and key its
 	// registry key: the caller's own or the client's; set by the first
@@ -58,54 +69,81 @@ type progressCall struct {
 	mu         sync.Mutex // guards the fields below; a leaf
 	token, key string
 	typed      bool                       // the method put the token in its typed request: requests need no rewrite
+	meta       mcp.Meta                   // the typed request's _meta, with the client's token (withToken)
 	queue      []mcp.ProgressNotification // for onProgress, in order
 	delivering bool                       // a goroutine is calling onProgress
 	finished   bool                       // the call is returning: nothing more is queued
 	delivered  sync.WaitGroup             // the delivery goroutine
+	// tokenBytes holds the client's token, which token points into:
+	// written once, before token is set, and never after.
+	tokenBytes [tokenSize]byte
 }
 
 // progressQueueLimit bounds how far OnProgress may fall behind.
 const progressQueueLimit = 1024
 
-// govern returns the call's context with its progress followed, and the
-// progressCall (nil when the call is neither governed by progress nor
-// followed by OnProgress). The absolute bound of a call governed by
-// progress is the shorter of ctx's deadline and WithMaxCallDuration.
-func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.Context, *progressCall, context.CancelFunc) {
-	idle := c.opts.progressTimeout
-	var onProgress func(mcp.ProgressNotification)
+// governs reports how a call with options o is followed by its progress:
+// the idle timeout that governs it (0: none) and the OnProgress to tell;
+// ok is false when it is neither governed nor followed.
+func (c *ResilientClient) governs(o *callOptions) (idle time.Duration, onProgress func(mcp.ProgressNotification), ok bool) {
+	idle = c.opts.progressTimeout
 	if o != nil {
 		if o.ofTask {
 			// The task call governs its requests as a whole.
-			ctx, cancel := c.callContext(ctx)
-			return ctx, nil, cancel
+			return 0, nil, false
 		}
 		if o.progressTimeout > 0 {
 			idle = o.progressTimeout
 		}
 		onProgress = o.onProgress
 	}
-	if idle == 0 && onProgress == nil {
+	return idle, onProgress, idle > 0 || onProgress != nil
+}
+
+// govern returns the call's context with its progress followed, and the
+// progressCall (nil when the call is neither governed by progress nor
+// followed by OnProgress), for a call that holds no callState (a task
+// call); end it with the CancelFunc.
+func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.Context, *progressCall, context.CancelFunc) {
+	idle, onProgress, ok := c.governs(o)
+	if !ok {
 		ctx, cancel := c.callContext(ctx)
 		return ctx, nil, cancel
 	}
-	bounded, stop := ctx, context.CancelFunc(nil)
-	switch d, ok := ctx.Deadline(); {
-	case idle == 0:
-		bounded, stop = c.callContext(ctx)
-	case !ok || d.After(time.Now().Add(c.opts.maxCallDuration)):
-		bounded, stop = context.WithTimeout(ctx, c.opts.maxCallDuration)
+	p := new(progressCall)
+	c.follow(ctx, p, idle, onProgress)
+	return p, p, p.end
+}
+
+// follow makes p, a zero progressCall, the context of a call made with ctx,
+// governed by idle and followed by onProgress, as governs said. The
+// absolute bound of a call governed by progress is the shorter of ctx's
+// deadline and WithMaxCallDuration. End it with p.end.
+func (c *ResilientClient) follow(ctx context.Context, p *progressCall, idle time.Duration, onProgress func(mcp.ProgressNotification)) {
+	p.reg, p.idle, p.onProgress, p.start = c.progressCalls(), idle, onProgress, time.Now()
+	if idle == 0 {
+		// Followed for OnProgress only: nothing of the client's ends the
+		// call, so its context needs no cancelling of its own.
+		p.Context, p.stop = c.callContext(ctx)
+		return
+	}
+	bounded := ctx
+	if d, ok := ctx.Deadline(); !ok || d.After(p.start.Add(c.opts.maxCallDuration)) {
+		bounded, p.stop = context.WithTimeout(ctx, c.opts.maxCallDuration)
 	}
 	// else the caller's deadline is the shorter bound: no context of our
 	// own for it.
-	p := &progressCall{reg: c.progressCalls(), idle: idle, onProgress: onProgress, start: time.Now()}
 	p.Context, p.cancel = context.WithCancelCause(bounded)
-	return p, p, func() {
-		p.finish()
+}
+
+// end ends the call's progress (finish) and its contexts.
+func (p *progressCall) end() {
+	p.finish()
+	if p.cancel != nil {
 		p.cancel(nil)
-		if stop != nil {
-			stop()
-		}
+	}
+	if p.stop != nil {
+		p.stop()
 	}
 }
 
@@ -138,10 +176,8 @@ func (p *progressCall) now() int64 { return int64(time.Since(p.start)) }
 func (p *progressCall) sending() {
 	p.last.Store(p.now())
 	p.out.Store(true)
-	if p.idle > 0 && p.timer == nil {
-		// Set before it can fire: check reads it.
-		p.timer = time.AfterFunc(time.Hour, p.check)
-		p.timer.Reset(p.idle)
+	if p.idle > 0 {
+		p.reg.watch(p)
 	}
 }
 
@@ -149,22 +185,13 @@ func (p *progressCall) sending() {
 // for a session or a pause, which no progress can come for.
 func (p *progressCall) sent() { p.out.Store(false) }
 
-// check runs on the timer: it ends the call if no progress came for idle
-// while a request was out, or sets the timer for when that would be.
-func (p *progressCall) check() {
-	if p.Context.Err() != nil {
-		return
+// idleFor reports how long the call has had a request out without
+// progress, at now; 0 when none is out. Read by the idle clock.
+func (p *progressCall) idleFor(now time.Time) time.Duration {
+	if !p.out.Load() {
+		return 0
 	}
-	wait := p.idle
-	if p.out.Load() {
-		since := time.Duration(p.now() - p.last.Load())
-		if since >= p.idle {
-			p.cancel(&ProgressTimeoutError{Idle: p.idle})
-			return
-		}
-		wait = p.idle - since
-	}
-	p.timer.Reset(wait)
+	return now.Sub(p.start) - time.Duration(p.last.Load())
 }
 
 // progressed is told of a progress notification for the call, on the
@@ -210,20 +237,15 @@ func (p *progressCall) deliver() {
 	}
 }
 
-// finish ends the call's progress: it leaves the registry, its timer
-// stops, no notification is queued any more, and once those queued before
+// finish ends the call's progress: it leaves the registry and its idle
+// clock, no notification is queued any more, and once those queued before
 // have been delivered, onProgress is called no more.
 func (p *progressCall) finish() {
 	p.mu.Lock()
 	p.finished = true
 	key := p.key
 	p.mu.Unlock()
-	if key != "" {
-		p.reg.remove(key, p)
-	}
-	if p.timer != nil {
-		p.timer.Stop()
-	}
+	p.reg.leave(key, p)
 	p.delivered.Wait()
 }
 
@@ -245,22 +267,28 @@ func progressOf(ctx context.Context) *progressCall {
 }
 
 // withToken returns meta with the call's progressToken: meta itself if it
-// has one (which is then the call's), else a copy with the client's. A
-// method that builds its typed request this way spares every request a
-// pass over its body (rewrite).
+// has one (which is then the call's), else the call's own _meta, a copy of
+// meta with the client's token. A method that builds its typed request this
+// way spares every request a pass over its body (rewrite).
 func (p *progressCall) withToken(meta *mcp.Meta) *mcp.Meta {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.typed = true
-	if meta != nil && meta.ProgressToken != nil {
+	switch {
+	case meta == &p.meta:
+		return meta // a replay's request: the token is in
+	case meta != nil && meta.ProgressToken != nil:
 		p.useLocked(meta.ProgressToken)
 		return meta
 	}
-	out := &mcp.Meta{ProgressToken: p.useLocked(nil)}
+	p.useLocked(nil)
+	// A pointer to the token is the token as JSON encodes it, and is put
+	// in an interface without an allocation.
+	p.meta = mcp.Meta{ProgressToken: &p.token}
 	if meta != nil {
-		out.AdditionalFields = meta.AdditionalFields
+		p.meta.AdditionalFields = meta.AdditionalFields
 	}
-	return out
+	return &p.meta
 }
 
 // useLocked makes own, the token a request already carries, the call's;
@@ -277,17 +305,17 @@ func (p *progressCall) useLocked(own any) string {
 		return ""
 	}
 	if p.token == "" {
-		p.token = p.reg.newToken()
-		p.key = tokenKey(p.token)
+		p.token = p.reg.newToken(&p.tokenBytes)
+		p.key = p.token // a string is its own key (tokenKey)
 		p.reg.add(p.key, p)
 	}
 	return p.token
 }
 
-// rewrite is the call's requests' way out (wire.Exchange.RewriteRequests):
-// a JSON-RPC request gets the call's progressToken in its params._meta,
+// RewriteRequest is the call's requests' way out (a wire.Rewriter): a
+// JSON-RPC request gets the call's progressToken in its params._meta,
 // unless it has one of its own, which is then the call's.
-func (p *progressCall) rewrite(req *http.Request) *http.Request {
+func (p *progressCall) RewriteRequest(req *http.Request) *http.Request {
 	p.mu.Lock()
 	typed := p.typed
 	p.mu.Unlock()
@@ -399,15 +427,28 @@ func (c *ResilientClient) progressCalls() *progressRegistry {
 //
 // A progressRegistry is safe for concurrent use; its zero value is ready.
 type progressRegistry struct {
-	mu     sync.Mutex // guards calls; a leaf
-	calls  map[string]*progressCall
+	mu    sync.Mutex // guards calls and the idle clock; a leaf
+	calls map[string]*progressCall
+	// The idle clock: one timer for every call governed by progress
+	// (rather than a timer per call, two allocations each), set for the
+	// first moment one of them may have gone idle too long. idle lists
+	// the calls it watches; due is when it fires, zero when it is not set.
+	idle  *progressCall
+	timer *time.Timer
+	due   time.Time
+
 	next   atomic.Uint64
 	prefix atomic.Pointer[string]
 }
 
+// tokenSize bounds the tokens the client makes: "resilientmcp-", 12 hex
+// digits, "-" and a counter of up to 20 digits.
+const tokenSize = 48
+
 // newToken returns a token no other call of this client, nor, but by
-// chance, any other client's, has.
-func (r *progressRegistry) newToken() string {
+// chance, any other client's, has. It is written in buf, which must not
+// change while the token is in use: the string is buf's bytes.
+func (r *progressRegistry) newToken(buf *[tokenSize]byte) string {
 	pre := r.prefix.Load()
 	if pre == nil {
 		var b [6]byte
@@ -416,8 +457,8 @@ func (r *progressRegistry) newToken() string {
 		r.prefix.CompareAndSwap(nil, &s)
 		pre = r.prefix.Load()
 	}
-	b := make([]byte, 0, len(*pre)+20)
-	return string(strconv.AppendUint(append(b, *pre...), r.next.Add(1), 10))
+	b := strconv.AppendUint(append(buf[:0], *pre...), r.next.Add(1), 10)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 func (r *progressRegistry) add(key string, p *progressCall) {
@@ -435,10 +476,106 @@ func (r *progressRegistry) remove(key string, p *progressCall) {
 		return
 	}
 	r.mu.Lock()
-	if r.calls[key] == p {
+	r.removeLocked(key, p)
+	r.mu.Unlock()
+}
+
+func (r *progressRegistry) removeLocked(key string, p *progressCall) {
+	if key != "" && r.calls[key] == p {
 		delete(r.calls, key)
 	}
+}
+
+// leave takes p, whose call is ending, out of the registry (key, if not
+// "") and off the idle clock.
+func (r *progressRegistry) leave(key string, p *progressCall) {
+	if key == "" && p.idle == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.removeLocked(key, p)
+	r.unwatchLocked(p)
 	r.mu.Unlock()
+}
+
+// watch puts p, whose request is going out, on the idle clock, and has the
+// clock fire by p.idle from now.
+func (r *progressRegistry) watch(p *progressCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !p.clocked {
+		p.clocked = true
+		p.prevIdle, p.nextIdle = nil, r.idle
+		if r.idle != nil {
+			r.idle.prevIdle = p
+		}
+		r.idle = p
+	}
+	due := time.Now().Add(p.idle)
+	if !r.due.IsZero() && !due.Before(r.due) {
+		return
+	}
+	r.due = due
+	if r.timer == nil {
+		r.timer = time.AfterFunc(p.idle, r.tick)
+	} else {
+		r.timer.Reset(p.idle)
+	}
+}
+
+// unwatchLocked takes p off the idle clock; the clock stops with its last
+// call.
+func (r *progressRegistry) unwatchLocked(p *progressCall) {
+	if !p.clocked {
+		return
+	}
+	p.clocked = false
+	if p.prevIdle != nil {
+		p.prevIdle.nextIdle = p.nextIdle
+	} else {
+		r.idle = p.nextIdle
+	}
+	if p.nextIdle != nil {
+		p.nextIdle.prevIdle = p.prevIdle
+	}
+	p.prevIdle, p.nextIdle = nil, nil
+	if r.idle == nil && r.timer != nil {
+		r.timer.Stop()
+		r.due = time.Time{}
+	}
+}
+
+// tick runs on the idle clock's timer: it ends every call that has had a
+// request out for its idle timeout without progress, and sets the timer
+// for the first moment another may have.
+func (r *progressRegistry) tick() {
+	var expired []*progressCall
+	r.mu.Lock()
+	now := time.Now()
+	r.due = time.Time{}
+	wait := time.Duration(-1)
+	for p := r.idle; p != nil; p = p.nextIdle {
+		if p.Context.Err() != nil {
+			continue // ended; it leaves at its end
+		}
+		since := p.idleFor(now)
+		if since >= p.idle {
+			expired = append(expired, p)
+			continue
+		}
+		// Not out: at its next send, watch sets the clock for it.
+		if w := p.idle - since; p.out.Load() && (wait < 0 || w < wait) {
+			wait = w
+		}
+	}
+	if wait >= 0 {
+		r.due = now.Add(wait)
+		r.timer.Reset(wait)
+	}
+	r.mu.Unlock()
+	for _, p := range expired {
+		p.cancel(&ProgressTimeoutError{Idle: p.idle})
+	}
 }
 
 func (r *progressRegistry) lookup(key string) *progressCall {

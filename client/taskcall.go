@@ -173,35 +173,37 @@ type taskState struct {
 }
 
 // callToolAsTask reports whether a tools/call goes as a task
-// (policy.CallAs), listing the tools first if it must.
-func (c *ResilientClient) callToolAsTask(ctx context.Context, name string) bool {
+// (policy.CallAs), listing the tools first if it must, and whether the
+// client has a listing of the tools (taskSupport's), as it decided.
+func (c *ResilientClient) callToolAsTask(ctx context.Context, name string) (asTask, listed bool) {
 	o := callOptionsOf(ctx)
 	asked := c.opts.taskCalls || o != nil && o.asTask
 	support, listed := c.taskSupport(name)
 	switch policy.CallAs(support, listed, asked) {
 	case policy.CallAsTask:
-		return true
+		return true, listed
 	case policy.LearnFirst:
 		if err := c.learnTools(ctx); err != nil {
 			c.log.Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", describe(err))
-			return false
+			return false, listed
 		}
 		support, listed = c.taskSupport(name)
-		return policy.CallAs(support, listed, asked) == policy.CallAsTask
+		return policy.CallAs(support, listed, asked) == policy.CallAsTask, listed
 	}
-	return false
+	return false, listed
 }
 
 // taskSupport is the listed tool's taskSupport, and whether the client has
-// a listing of the tools at all.
+// a listing of the tools at all. It reads the one field it needs of the
+// cached tool, on every tools/call, rather than a copy of the tool.
 func (c *ResilientClient) taskSupport(name string) (mcp.TaskSupport, bool) {
 	c.tools.mu.Lock()
 	defer c.tools.mu.Unlock()
-	t, ok := c.tools.tools[name]
-	if !ok || t.Execution == nil {
+	e := c.tools.tools[name].Execution
+	if e == nil {
 		return "", c.tools.tools != nil
 	}
-	return t.Execution.TaskSupport, true
+	return e.TaskSupport, true
 }
 
 // refusedForTask reports whether a plain tools/call's answer says that

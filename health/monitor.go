@@ -145,8 +145,18 @@ func Start(cfg Config) *Monitor {
 }
 
 // Touch records a sign of life: a successful call. It is cheap enough for
-// every call: it neither locks nor resets the timer.
-func (m *Monitor) Touch() { m.last.Store(time.Now().UnixNano()) }
+// every call: it neither locks nor resets the timer, and writes only when
+// the last sign is touchGrain old, so that calls on many cores at once do
+// not take turns writing one cache line.
+func (m *Monitor) Touch() {
+	if now := time.Now().UnixNano(); now-m.last.Load() >= int64(touchGrain) {
+		m.last.Store(now)
+	}
+}
+
+// touchGrain is how stale Touch may leave the last sign of life: nothing
+// decided on it (probes, validation) is finer than a millisecond.
+const touchGrain = time.Millisecond
 
 // IdleFor is how long the member has not been heard from.
 func (m *Monitor) IdleFor() time.Duration {

@@ -243,19 +243,31 @@ func (l *Lease[T]) Discard(cause error) bool {
 //
 // With Config.StopWaiting set, Acquire may stop waiting short of ctx's end.
 func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
+	l := new(Lease[T])
+	if err := p.AcquireInto(ctx, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// AcquireInto is Acquire into l, a Lease in the caller's memory, instead
+// of a new one: for a caller that holds its lease in a value of its own
+// made anyway, which saves an allocation. l must be a zero Lease or one
+// released; on an error it is left as it was.
+func (p *Pool[T]) AcquireInto(ctx context.Context, l *Lease[T]) error {
 	joined := make(map[int]uint64, 0) // the loop of each member this call waits for
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
-			return nil, ErrClosed
+			return ErrClosed
 		}
 		if m := p.leastLeasedLocked(); m != nil {
 			m.leases++
 			p.stats.Acquires++
-			l := &Lease[T]{pool: p, member: m, gen: m.gen, value: m.val}
+			*l = Lease[T]{pool: p, member: m, gen: m.gen, value: m.val}
 			p.mu.Unlock()
-			return l, nil
+			return nil
 		}
 		var failed, last error
 		waiting, allFailed := false, true
@@ -278,13 +290,13 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
 		}
 		if !waiting {
 			p.mu.Unlock()
-			return nil, failed
+			return failed
 		}
 		changed := p.changed
 		p.mu.Unlock()
 		if p.cfg.StopWaiting != nil {
 			if err := p.cfg.StopWaiting(ctx, Waiting{Failed: allFailed, Last: last}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		select {
@@ -297,7 +309,7 @@ func (p *Pool[T]) Acquire(ctx context.Context) (*Lease[T], error) {
 				}
 			}
 			p.mu.Unlock()
-			return nil, &WaitError{Ctx: ctx.Err(), Last: last}
+			return &WaitError{Ctx: ctx.Err(), Last: last}
 		}
 		p.mu.Lock()
 	}

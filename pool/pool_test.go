@@ -400,3 +400,42 @@ func TestStopWaitingEndsTheWaitWhenAsked(t *testing.T) {
 		}
 	})
 }
+
+// AcquireInto fills a lease of the caller's; a released one may be filled
+// again, and its Release and Discard act on the lease it holds now.
+func TestAcquireIntoReusesTheCallersLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &dialer{}
+		p := newPool(1, d)
+		defer p.Close()
+		var l Lease[*conn]
+		if err := p.AcquireInto(t.Context(), &l); err != nil {
+			t.Fatal(err)
+		}
+		first := l.Value()
+		if s := p.Stats(); s.Leased != 1 {
+			t.Fatalf("stats %+v after AcquireInto, want 1 leased", s)
+		}
+		l.Release()
+		l.Release() // a second Release of the same lease is a no-op
+		if s := p.Stats(); s.Leased != 0 {
+			t.Fatalf("stats %+v after Release, want none leased", s)
+		}
+		if err := p.AcquireInto(t.Context(), &l); err != nil || l.Value() != first {
+			t.Fatalf("AcquireInto again = %v, %v; want the same member's %v", err, l.Value(), first)
+		}
+		if !l.Discard(errors.New("broken")) {
+			t.Fatal("Discard of the refilled lease started no replacement")
+		}
+		l.Release()
+		synctest.Wait()
+		if err := p.AcquireInto(t.Context(), &l); err != nil || l.Value() == first {
+			t.Fatalf("AcquireInto after Discard = %v, %v; want a new value", err, l.Value())
+		}
+		l.Release()
+		p.Close()
+		if err := p.AcquireInto(t.Context(), &l); !errors.Is(err, ErrClosed) {
+			t.Fatalf("AcquireInto after Close = %v, want ErrClosed", err)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -74,6 +75,34 @@ func TestBudgetLetsABusyClientRetryABurstBeyondTheReserve(t *testing.T) {
 		time.Sleep(time.Hour)
 		if got := b.balance(); got != 100 {
 			t.Errorf("balance %v an hour later, want the reserve of 100", got)
+		}
+	})
+}
+
+func TestBudgetCountsEveryConcurrentDeposit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(10*time.Second, 1, 0.2)
+		done := make(chan struct{})
+		for range 8 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for range 1000 {
+					b.Deposit()
+				}
+			}()
+		}
+		for range 8 {
+			<-done
+		}
+		// 20% of 8000 deposits, and the reserve of 10; no time has passed.
+		if got := b.balance(); got != 1600+10 {
+			t.Errorf("balance %v after 8000 deposits from 8 goroutines, want 1610", got)
+		}
+		// A window later they have decayed by e; the reserve is full.
+		time.Sleep(10 * time.Second)
+		b.Deposit()
+		if got, want := b.balance(), math.Floor(1600/math.E)+10; got != want {
+			t.Errorf("balance %v a window later, want %v", got, want)
 		}
 	})
 }

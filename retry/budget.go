@@ -3,6 +3,7 @@ package retry
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,7 +24,17 @@ import (
 //
 // A Budget is safe for concurrent use. Use NewBudget; the zero value allows
 // nothing.
+//
+// A deposit takes no lock: every call of a client makes one, from every
+// goroutine at once, while withdrawals are rare (a retry). Deposits are
+// counted in an atomic and folded into the decaying balance under the lock
+// by the first deposit after each foldStep of the window, and by every
+// withdrawal: a deposit counts as made at most foldStep later than it was,
+// which overstates it by at most e^(1/64), 1.6%.
 type Budget struct {
+	pending atomic.Int64 // deposits since the last fold, not yet in deposits
+	foldAt  atomic.Int64 // since start: when a deposit next folds
+
 	mu         sync.Mutex // guards the fields below; the Budget's only lock, a leaf
 	deposits   float64    // from recent calls, decaying
 	reserve    float64    // refilled with time, up to maxReserve
@@ -31,8 +42,12 @@ type Budget struct {
 	window     time.Duration
 	percent    float64
 	perSecond  float64
-	last       time.Time
+	start      time.Time     // the monotonic origin of last and foldAt
+	last       time.Duration // since start: the last fold
 }
+
+// foldSteps is how many folds of pending deposits a window has at most.
+const foldSteps = 64
 
 // DefaultBudget is Finagle's default: 20% of the calls of the last 10
 // seconds, plus a reserve of 10 retries a second saved up for 10 seconds.
@@ -41,15 +56,18 @@ func DefaultBudget() *Budget { return NewBudget(10*time.Second, 10, 0.2) }
 // NewBudget returns a Budget with a full reserve and no deposits.
 func NewBudget(window time.Duration, minPerSecond, percent float64) *Budget {
 	max := minPerSecond * window.Seconds()
-	return &Budget{reserve: max, maxReserve: max, window: window, percent: percent, perSecond: minPerSecond, last: time.Now()}
+	return &Budget{reserve: max, maxReserve: max, window: window, percent: percent, perSecond: minPerSecond, start: time.Now()}
 }
 
 // Deposit records a call.
 func (b *Budget) Deposit() {
-	b.mu.Lock()
-	b.refillLocked()
-	b.deposits += b.percent
-	b.mu.Unlock()
+	b.pending.Add(1)
+	if now := time.Since(b.start); int64(now) >= b.foldAt.Load() && b.mu.TryLock() {
+		// One depositor folds; the others go on (their deposits are
+		// folded by the next).
+		b.foldLocked(now)
+		b.mu.Unlock()
+	}
 }
 
 // TryWithdraw reports whether a retry may be made now, and if so pays for
@@ -57,7 +75,7 @@ func (b *Budget) Deposit() {
 func (b *Budget) TryWithdraw() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.refillLocked()
+	b.foldLocked(time.Since(b.start))
 	switch {
 	case b.deposits >= 1:
 		b.deposits--
@@ -73,14 +91,22 @@ func (b *Budget) TryWithdraw() bool {
 func (b *Budget) balance() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.refillLocked()
+	b.foldLocked(time.Since(b.start))
 	return math.Floor(b.deposits) + math.Floor(b.reserve)
 }
 
-func (b *Budget) refillLocked() {
-	now := time.Now()
-	dt := now.Sub(b.last)
+// foldLocked brings the balance to now: the deposits decay, the pending
+// ones join them, the reserve refills.
+func (b *Budget) foldLocked(now time.Duration) {
+	dt := max(0, now-b.last)
 	b.last = now
+	step := b.window / foldSteps
+	b.foldAt.Store(int64(now + step))
 	b.deposits *= math.Exp(-dt.Seconds() / b.window.Seconds())
+	if n := b.pending.Swap(0); n > 0 {
+		// Made since the last fold, and but for a depositor that found
+		// the lock taken, before the step after it: decayed from there.
+		b.deposits += float64(n) * b.percent * math.Exp(-max(0, dt-step).Seconds()/b.window.Seconds())
+	}
 	b.reserve = min(b.maxReserve, b.reserve+dt.Seconds()*b.perSecond)
 }

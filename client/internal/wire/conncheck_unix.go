@@ -13,7 +13,7 @@ import "syscall"
 // few bytes may be an answer still to be read (HTTP/2 carries several on
 // one connection): the connection is left to net/http.
 func (c *checkedConn) peek(fd uintptr) {
-	n, _, err := syscall.Recvfrom(int(fd), c.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	n, err := recvPeek(fd, c.buf[:])
 	c.closed = n == 0 && err == nil || err == syscall.ECONNRESET ||
 		n > 0 && n < len(c.buf) && peerFinished(fd)
 }

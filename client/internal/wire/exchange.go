@@ -56,7 +56,7 @@ type Exchange struct {
 
 	// rewrite, if set, is applied to each POST of the call before it goes
 	// out (RewriteRequests); set before the first request, never after.
-	rewrite func(*http.Request) *http.Request
+	rewrite Rewriter
 }
 
 // Record is what the HTTP layer saw of the last request of an attempt.
@@ -130,7 +130,15 @@ func (k *keyNoter) Value(key any) any {
 // NewExchange returns an exchange for one call (or one request the client
 // makes on its own); Bind puts it in the context its requests go out under.
 func NewExchange() *Exchange {
-	ex := &Exchange{}
+	ex := new(Exchange)
+	ex.Init()
+	return ex
+}
+
+// Init readies a zero Exchange held in a value of the caller's (a call's
+// state), which saves the caller an allocation. An exchange must not be
+// copied once Init has run.
+func (ex *Exchange) Init() {
 	// The one hook, and the one allocation beside the exchange. When a
 	// pooled connection turns out dead before a byte was written, net/http
 	// takes another and calls it again.
@@ -139,7 +147,6 @@ func NewExchange() *Exchange {
 		ex.rec.GotConn, ex.rec.Reused = true, info.Reused
 		ex.mu.Unlock()
 	}
-	return ex
 }
 
 type exchangeKey struct{}
@@ -188,10 +195,18 @@ func (ex *Exchange) newGuard() *guard {
 	return &ex.first
 }
 
-// RewriteRequests has every POST sent under ex pass through f first,
+// A Rewriter rewrites the requests of a call on their way out.
+type Rewriter interface {
+	// RewriteRequest returns req, or a copy of it rewritten.
+	RewriteRequest(req *http.Request) *http.Request
+}
+
+// RewriteRequests has every POST sent under ex pass through r first,
 // before the guard reads its id: the call's progressToken goes in there.
-// Call it before the first request; it lasts for every attempt.
-func (ex *Exchange) RewriteRequests(f func(*http.Request) *http.Request) { ex.rewrite = f }
+// Call it before the first request; it lasts for every attempt. An
+// interface rather than a func, so that a call's state can be its own
+// rewriter without a method value's allocation.
+func (ex *Exchange) RewriteRequests(r Rewriter) { ex.rewrite = r }
 
 // RequestID is the JSON-RPC id of the last request of this attempt that
 // expected an answer, as it went on the wire (a number, or a quoted
@@ -357,7 +372,7 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if ex.rewrite != nil && req.Method == http.MethodPost {
-		req = ex.rewrite(req)
+		req = ex.rewrite.RewriteRequest(req)
 	}
 	ex.mu.Lock()
 	dialErr := ex.dialErr

@@ -1,0 +1,90 @@
+package client
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+)
+
+// BenchmarkCallPathParallel is BenchmarkCallPath from 256 goroutines at
+// once (128 per GOMAXPROCS on the 2-core machine BENCHMARKS.md describes):
+// what the call path's shared state (the pool, the retry budget, the
+// counters, the shared deadline) costs when every call contends for it.
+func BenchmarkCallPathParallel(b *testing.B) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := New(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	nothing := func(context.Context, *session) error { return nil }
+	b.ReportAllocs()
+	b.SetParallelism(max(1, 256/runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.do(context.Background(), "tools/call", "increment", nothing); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkCallPathOptions is BenchmarkCallPath with call options on the
+// context: what the client itself does for them, beside the call path.
+// options=progress puts the call's progressToken in its typed request, as
+// CallTool does.
+func BenchmarkCallPathOptions(b *testing.B) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := New(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	base, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for _, v := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"none", base},
+		{"flags", WithCallOptions(base, SafeToRepeat(), FailFast())},
+		{"progress", WithCallOptions(base, ProgressTimeout(time.Minute), OnProgress(func(mcp.ProgressNotification) {}))},
+		{"timeout", WithCallOptions(base, ProgressTimeout(time.Minute))},
+	} {
+		b.Run("options="+v.name, func(b *testing.B) {
+			send := func(ctx context.Context, _ *session) error {
+				var req mcp.CallToolRequest
+				if p := progressOf(ctx); p != nil {
+					req.Params.Meta = p.withToken(req.Params.Meta)
+				}
+				return nil
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.do(v.ctx, "tools/call", "increment", send); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
