@@ -99,8 +99,11 @@ func TestPoolSharedByManyGoroutinesThroughRestartsAndResets(t *testing.T) {
 // Calls routed to the other sessions go on; the stuck one is detected by
 // keepalive and replaced, and the calls it held are sent again elsewhere.
 func TestStuckSessionDoesNotStallTheOthers(t *testing.T) {
+	// A probe gets 1s, not the default half interval (50ms): on a loaded
+	// machine 50ms failed the probes of healthy sessions too, and their
+	// redials were taken for the stuck one's.
 	r := rig.New(t, testserver.Config{Era: testserver.SessionEra}, false,
-		client.WithPoolSize(4), client.WithKeepAlive(100*time.Millisecond))
+		client.WithPoolSize(4), client.WithKeepAlive(100*time.Millisecond), client.WithKeepAliveTimeout(time.Second))
 	r.Start()
 	rig.Eventually(t, "4 sessions", func() bool { return r.C.Stats().Sessions == 4 })
 	ids := r.Srv.SessionIDs()
