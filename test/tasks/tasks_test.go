@@ -94,9 +94,13 @@ func TestWaitForTaskErrors(t *testing.T) {
 	if _, err := r.C.WaitForTask(r.Ctx(), get, 0); !errors.Is(err, mcpclient.ErrInvalidFallbackPollInterval) {
 		t.Errorf("WaitForTask with no interval = %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Polls a minute apart: the deadline passes between the first poll and
+	// the second, never while a poll is out (with polls a millisecond
+	// apart, a loaded machine had one out at the deadline about once in
+	// four runs, and its outcome is rightly unknown).
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := r.C.WaitForTask(ctx, get, time.Millisecond)
+	_, err := r.C.WaitForTask(ctx, get, time.Minute)
 	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitForTask past its deadline = %v, want ErrUnavailable and DeadlineExceeded", err)
 	}
