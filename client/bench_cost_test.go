@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
 // BenchmarkCallPathParallel is BenchmarkCallPath from 256 goroutines at
@@ -16,19 +14,7 @@ import (
 // what the call path's shared state (the pool, the retry budget, the
 // counters, the shared deadline) costs when every call contends for it.
 func BenchmarkCallPathParallel(b *testing.B) {
-	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := New(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
-		b.Fatal(err)
-	}
+	c := benchClient(b)
 	nothing := func(context.Context, *session) error { return nil }
 	b.ReportAllocs()
 	b.SetParallelism(max(1, 256/runtime.GOMAXPROCS(0)))
@@ -47,19 +33,7 @@ func BenchmarkCallPathParallel(b *testing.B) {
 // options=progress puts the call's progressToken in its typed request, as
 // CallTool does.
 func BenchmarkCallPathOptions(b *testing.B) {
-	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := New(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
-		b.Fatal(err)
-	}
+	c := benchClient(b)
 	base, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	for _, v := range []struct {

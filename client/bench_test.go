@@ -14,19 +14,7 @@ import (
 // timeout, the exchange that records HTTP outcomes), with a send that does
 // nothing. BenchmarkCallLatency in test/bench measures it end to end.
 func BenchmarkCallPath(b *testing.B) {
-	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := New(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
-		b.Fatal(err)
-	}
+	c := benchClient(b)
 	nothing := func(context.Context, *session) error { return nil }
 	b.ReportAllocs()
 	for b.Loop() {
@@ -34,4 +22,24 @@ func BenchmarkCallPath(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchClient is a client with a session on an in-process server of the
+// session era, both closed when b ends.
+func benchClient(b *testing.B) *ResilientClient {
+	b.Helper()
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	c, err := New(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
