@@ -439,3 +439,38 @@ func TestAcquireIntoReusesTheCallersLease(t *testing.T) {
 		}
 	})
 }
+
+// A failed dial is told to OnDialError before any waiting Acquire hears of
+// it: a caller that gives up on the failure (StopWaiting) never does so
+// before an observer was told of it.
+func TestOnDialErrorIsToldBeforeAWaiterSeesTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("refused")
+		d := &dialer{errs: []error{refused, refused, refused, refused}}
+		var toldDialError atomic.Bool
+		var early atomic.Int32
+		p := newPool(1, d, func(c *Config[*conn]) {
+			c.OnDialError = func(int, error, time.Duration) {
+				// Give a waiter woken too soon time to ask first.
+				time.Sleep(time.Millisecond)
+				toldDialError.Store(true)
+			}
+			c.StopWaiting = func(ctx context.Context, w Waiting) error {
+				if w.Failed && !toldDialError.Load() {
+					early.Add(1)
+				}
+				if w.Failed {
+					return w.Last
+				}
+				return nil
+			}
+		})
+		defer p.Close()
+		if _, err := p.Acquire(t.Context()); !errors.Is(err, refused) {
+			t.Fatalf("Acquire = %v, want the dial's error", err)
+		}
+		if n := early.Load(); n != 0 {
+			t.Fatalf("a waiter saw the failed dial %d times before OnDialError was told of it", n)
+		}
+	})
+}
