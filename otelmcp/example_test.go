@@ -52,28 +52,36 @@ func ExampleNewObserver() {
 		log.Fatal(err)
 	}
 
+	// The call is one span. Under it: an attempt span for each send, and
+	// the wait for the re-initialization between them. (How many attempts
+	// depends on timing: a restart may also close the connection the
+	// client was about to send on, which costs one resend more.)
 	ended := spans.Ended()
 	for _, call := range ended {
 		if call.Name() != "tools/call echo" {
 			continue
 		}
-		fmt.Println(call.Name(), call.SpanKind(), attrs(call, otelmcp.CallAttemptsKey))
-		var under []sdktrace.ReadOnlySpan
+		fmt.Println(call.Name(), call.SpanKind())
+		var reinitialized bool
+		var last sdktrace.ReadOnlySpan
 		for _, s := range ended {
-			if s.Parent().SpanID() == call.SpanContext().SpanID() {
-				under = append(under, s)
+			if s.Parent().SpanID() != call.SpanContext().SpanID() {
+				continue
+			}
+			switch {
+			case s.Name() == "reinitialize":
+				reinitialized = true
+			case s.Name() == "attempt" && (last == nil || s.StartTime().After(last.StartTime())):
+				last = s
 			}
 		}
-		slices.SortFunc(under, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
-		for _, s := range under {
-			fmt.Println(strings.TrimRight("  "+s.Name()+" "+attrs(s, otelmcp.AttemptNumberKey, otelmcp.AttemptReasonKey, "error.type"), " "))
-		}
+		fmt.Println("  re-initialized between attempts:", reinitialized)
+		fmt.Println("  last attempt:", attrs(last, otelmcp.AttemptReasonKey, "error.type"))
 	}
 	// Output:
-	// tools/call echo client resilientmcp.call.attempts=2
-	//   attempt resilientmcp.attempt.number=1 resilientmcp.attempt.reason=first error.type=session_expired
-	//   reinitialize
-	//   attempt resilientmcp.attempt.number=2 resilientmcp.attempt.reason=session_expired
+	// tools/call echo client
+	//   re-initialized between attempts: true
+	//   last attempt: resilientmcp.attempt.reason=session_expired
 }
 
 // attrs are s's attributes of keys, as key=value.
