@@ -138,8 +138,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: retry.DefaultBudget(), notifications: newDispatcher(), obs: newObservers(o.observers, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: o.retryBudget, notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
+	if c.budget == nil {
+		c.budget = retry.DefaultBudget()
+	}
 	c.tasks = o.taskStore
 	if c.tasks == nil {
 		c.tasks = newMemoryTaskStore()

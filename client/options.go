@@ -38,6 +38,7 @@ type options struct {
 	failureThreshold int
 	newBackOff       func() backoff.BackOff
 	maxAttempts      int
+	retryBudget      *retry.Budget
 	callTimeout      time.Duration
 	progressTimeout  time.Duration // 0: calls are not governed by progress
 	maxCallDuration  time.Duration
@@ -163,6 +164,25 @@ func WithMaxAttempts(n int) Option {
 			o.invalidf("WithMaxAttempts(%d): at least one attempt is needed", n)
 		}
 		o.maxAttempts = n
+	})
+}
+
+// WithRetryBudget sets the budget every retry of the client is paid from,
+// as gRPC's retry throttling does: resends and replays of calls, across all
+// goroutines, so that a failing server sees about 1+Percent times its load,
+// not MaxAttempts times. One Budget may be shared by several clients (of
+// one server, say) so that they hold back together. Default
+// retry.DefaultBudget(): a fifth of the calls of the last 10 seconds, plus a
+// reserve of 100 retries refilled at 10 a second. A client with many calls in
+// flight at once (hundreds of goroutines, each met by one restart) may want a
+// larger reserve.
+func WithRetryBudget(b *retry.Budget) Option {
+	return optionFunc(func(o *options) {
+		if b == nil {
+			o.invalidf("WithRetryBudget(nil)")
+			return
+		}
+		o.retryBudget = b
 	})
 }
 

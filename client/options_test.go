@@ -20,6 +20,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		"zero pool":          WithPoolSize(0),
 		"zero call timeout":  WithCallTimeout(0),
 		"nil backoff":        WithBackOff(nil),
+		"nil retry budget":   WithRetryBudget(nil),
 		"nil http client":    WithHTTPClient(nil),
 		"zero threshold":     WithKeepAliveFailureThreshold(0),
 	} {
