@@ -75,7 +75,10 @@ func TestF4SilentlyDroppedConnection(t *testing.T) {
 // F5: the connection goes half-open: packets vanish, nothing is closed.
 func TestF5BlackholedConnection(t *testing.T) {
 	t.Run("keepalive replaces the session before a call meets it", func(t *testing.T) {
-		r := rig.New(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(100*time.Millisecond))
+		// A probe gets 1 s, not the default 50 ms, so that only the
+		// blackhole fails one (a loaded machine failed healthy ones too).
+		r := rig.New(t, testserver.Config{Era: testserver.SessionEra}, true, client.WithKeepAlive(100*time.Millisecond),
+			client.WithKeepAliveTimeout(time.Second))
 		r.Start()
 		r.Proxy.BlackholeAll()
 		rig.Eventually(t, "the dead session to be replaced", func() bool {
@@ -99,7 +102,7 @@ func TestF5BlackholedConnection(t *testing.T) {
 		var mu sync.Mutex
 		var seen []string
 		r := rig.New(t, testserver.Config{Era: testserver.StatelessEra}, true,
-			client.WithKeepAlive(100*time.Millisecond), client.WithKeepAliveFailureThreshold(2),
+			client.WithKeepAlive(100*time.Millisecond), client.WithKeepAliveTimeout(time.Second), client.WithKeepAliveFailureThreshold(2),
 			client.WithStateHandler(func(from, to client.State) {
 				mu.Lock()
 				seen = append(seen, fmt.Sprint(from, ">", to))
@@ -177,8 +180,10 @@ func TestF8DeclinedEventStream(t *testing.T) {
 }
 
 func declinedEventStream(t *testing.T, era testserver.Era, late bool) {
+	// A probe gets 5 s, not half the interval: under load a 10 ms probe of
+	// a healthy session failed, and its redial asked for a second stream.
 	r := rig.New(t, testserver.Config{Era: era, DeclineGET: true}, false, client.WithKeepAlive(20*time.Millisecond),
-		client.WithBackOff(rig.FastBackOff))
+		client.WithKeepAliveTimeout(5*time.Second), client.WithBackOff(rig.FastBackOff))
 	if !late {
 		r.C.OnNotification(func(mcp.JSONRPCNotification) {})
 	}

@@ -56,7 +56,9 @@ func awaitUpdate(t *testing.T, srv *testserver.Server, got <-chan mcp.JSONRPCNot
 func TestF15SubscriptionsAndLevelSurviveRestart(t *testing.T) {
 	for _, era := range rig.BothEras {
 		t.Run(era.String(), func(t *testing.T) {
-			r := rig.New(t, testserver.Config{Era: era}, false, client.WithKeepAlive(50*time.Millisecond))
+			// A probe gets 5 s: a healthy session's probe failed by time
+			// under load would add a redial, and a third subscribe.
+			r := rig.New(t, testserver.Config{Era: era}, false, client.WithKeepAlive(50*time.Millisecond), client.WithKeepAliveTimeout(5*time.Second))
 			got := notifications(r.C)
 			r.Start()
 			if err := r.C.Subscribe(r.Ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: testserver.CounterURI}}); err != nil {
