@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/retry"
@@ -23,15 +21,14 @@ func TestRetryBudgetIsSharedByTheClientsGivenIt(t *testing.T) {
 	shared := retry.NewBudget(100*time.Second, 0.01, 0)
 	r := rig.New(t, testserver.Config{Era: testserver.StatelessEra}, false, client.WithRetryBudget(shared))
 	r.Start()
-	r.ListTools() // echo is read-only: a lost answer is replayed, if the budget allows
+	// No tools listed first: the client lists them itself to learn that
+	// echo is read-only, and a lost answer is then replayed if the budget
+	// allows.
 	other, err := client.New(r.Srv.URL(), client.WithRetryBudget(shared))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.ListTools(r.Ctx(), mcp.ListToolsRequest{}); err != nil {
-		t.Fatal(err)
-	}
 
 	r.Srv.FailPOSTs(1, 0, "", true, "tools/call")
 	r.MustEcho("replayed: the budget's one retry")
@@ -59,15 +56,11 @@ func TestRetryBudgetDefaultIsPerClient(t *testing.T) {
 	empty := retry.NewBudget(100*time.Second, 0, 0)
 	r := rig.New(t, testserver.Config{Era: testserver.StatelessEra}, false)
 	r.Start()
-	r.ListTools()
 	starved, err := client.New(r.Srv.URL(), client.WithRetryBudget(empty))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer starved.Close()
-	if _, err := starved.ListTools(r.Ctx(), mcp.ListToolsRequest{}); err != nil {
-		t.Fatal(err)
-	}
 	r.Srv.FailPOSTs(1, 0, "", true, "tools/call")
 	if _, err := rig.CallTool(r.Ctx(), starved, "echo", map[string]any{"text": "x"}); !errors.Is(err, client.ErrOutcomeUnknown) {
 		t.Fatalf("call on an empty budget = %v; want ErrOutcomeUnknown", err)
