@@ -47,7 +47,11 @@ func TestIdleClientKeepsNoConnection(t *testing.T) {
 				name = era.String() + "/kept"
 			}
 			t.Run(name, func(t *testing.T) {
-				const interval = 20 * time.Millisecond
+				// Probes 100 ms apart: a probe that falls due while the
+				// call after idle is in flight goes out beside it, on a
+				// connection of its own (checked below); at 20 ms, a loaded
+				// machine met one often.
+				const interval = 100 * time.Millisecond
 				// A probe's timeout well beyond the interval: the test is
 				// about the connections probes leave behind, and on a loaded
 				// machine the default (interval/2) fails probes by time.
@@ -77,6 +81,7 @@ func TestIdleClientKeepsNoConnection(t *testing.T) {
 
 				accepted := proxy.Accepted()
 				calls := srv.RPCs("tools/call")
+				probesBefore := c.Stats().Probes
 				got, err := rig.CallTool(ctx, c, "echo", map[string]any{"text": "after idle"})
 				if err != nil {
 					t.Fatalf("the first call after idle: %v", err)
@@ -87,9 +92,16 @@ func TestIdleClientKeepsNoConnection(t *testing.T) {
 				if n := srv.RPCs("tools/call") - calls; n != 1 {
 					t.Fatalf("the server ran %d calls, want 1", n)
 				}
+				// A keepalive probe during the call needs a connection
+				// of its own, the call holding the one there is.
+				beside := int64(c.Stats().Probes - probesBefore)
 				dialed := proxy.Accepted() - accepted
-				if keep && dialed != 0 || !keep && dialed != 1 {
-					t.Errorf("the first call after idle dialled %d connections (keep=%v)", dialed, keep)
+				want := int64(1)
+				if keep {
+					want = 0
+				}
+				if dialed < want || dialed > want+beside {
+					t.Errorf("the first call after idle dialled %d connections (keep=%v, %d probes beside it)", dialed, keep, beside)
 				}
 			})
 		}
