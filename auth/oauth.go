@@ -130,8 +130,9 @@ type OAuth struct {
 	disc       *discovery
 	id         *identity // the last identity used, in case the Store forgets it
 	tok        *Token
-	ver        int64 // the Store's version tok came from or went to
-	unsaved    bool  // tok could not be written: it is newer than the stored one (version ver)
+	tokAsked   time.Time // when the renewal that asked the authorization server for tok started; zero for a token taken from the Store
+	ver        int64     // the Store's version tok came from or went to
+	unsaved    bool      // tok could not be written: it is newer than the stored one (version ver)
 	refreshAt  time.Time
 	held       []string        // the scopes tok was asked with, sorted
 	refused    map[string]bool // scope sets an authorization did not give
@@ -154,9 +155,10 @@ const renewalKey = "renewal"
 // renewal is one token request or authorization that every caller who
 // needs a token waits for.
 type renewal struct {
-	reason string   // "refresh" or "authorize" (which may be client credentials)
-	scopes []string // for an authorization: the scopes asked
-	from   string   // the access token it replaces, "" if none
+	reason  string    // "refresh" or "authorize" (which may be client credentials)
+	scopes  []string  // for an authorization: the scopes asked
+	from    string    // the access token it replaces, "" if none
+	started time.Time // before anything was asked of the authorization server
 }
 
 // NewOAuth returns the token source for the MCP endpoint. cfg must pass
@@ -302,6 +304,17 @@ func (o *OAuth) Rejected(ctx context.Context, token string, ch Challenge) (strin
 		return "", &Error{Reason: ReasonTokenRejected}
 	}
 	return t, err
+}
+
+// askedSince reports whether token is the current one and was asked of
+// the authorization server after t: a refusal of it is the server's word on
+// new tokens, not on old ones. A token taken from the Store (another
+// process's, perhaps obtained just before the server dropped every token
+// it had issued) was not.
+func (o *OAuth) askedSince(token string, t time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tok != nil && o.tok.AccessToken == token && o.tokAsked.After(t)
 }
 
 // InsufficientScope reports a 403 insufficient_scope to token and returns

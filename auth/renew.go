@@ -18,7 +18,7 @@ import (
 // client credentials) asking for scopes. It returns the channel its
 // result comes on.
 func (o *OAuth) startLocked(scopes []string) (<-chan singleflight.Result, *renewal) {
-	r := &renewal{reason: "authorize", scopes: scopes}
+	r := &renewal{reason: "authorize", scopes: scopes, started: time.Now()}
 	if o.tok != nil {
 		r.from = o.tok.AccessToken
 		if scopes == nil && o.tok.RefreshToken != "" {
@@ -52,6 +52,10 @@ func (o *OAuth) run(r *renewal) error {
 	switch {
 	case err == nil:
 		o.setLocked(got.tok)
+		o.tokAsked = time.Time{}
+		if got.sent != "" {
+			o.tokAsked = r.started
+		}
 		o.id, o.ver, o.unsaved = got.id, got.ver, got.unsaved
 		o.lost, o.retryAt = nil, time.Time{}
 		o.backoff.Reset()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Authorizer gives a Transport its tokens. Source and OAuth are the two.
@@ -24,8 +25,9 @@ type Authorizer interface {
 // insufficient_scope to its third send (or a later one) ends it, so a
 // request has at most two step-ups (the MCP spec's advice against
 // authorization loops). A 401 gets a
-// replacement unless the token refused was itself a 401's replacement;
-// the sends of one request never pass maxAuthorizations+1.
+// replacement unless the token refused was itself a 401's replacement,
+// obtained after it (askedBefore); the sends of one request never pass
+// maxAuthorizations+1.
 const maxAuthorizations = 3
 
 // Transport adds the Authorizer's token to every request for Origin.
@@ -65,6 +67,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resendable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	rejectedAfterRenewal := false
+	var refusedAt time.Time // the first 401 of this request
 	for sent := 1; ; sent++ {
 		send := withToken(req, token)
 		if sent > 1 && req.GetBody != nil {
@@ -81,7 +84,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var next string
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized:
-			if rejectedAfterRenewal {
+			if rejectedAfterRenewal && !t.askedBefore(token, refusedAt) {
 				// Refused twice in a row, the second time with a token
 				// just obtained: asking again would loop.
 				resp.Body.Close()
@@ -89,6 +92,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			if !resendable {
 				return resp, nil // cannot be sent again; the 401 is the answer
+			}
+			if !rejectedAfterRenewal {
+				refusedAt = time.Now()
 			}
 			next, err = t.Source.Rejected(ctx, token, ParseChallenge(resp.Header))
 			rejectedAfterRenewal = true
@@ -121,6 +127,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req = req.WithContext(t.Resend(req.Context(), resp.StatusCode))
 		}
 	}
+}
+
+// askedBefore reports whether token, refused after a 401 to this request
+// at refusedAt, is known to have been obtained before that refusal: the
+// OAuth source's token taken from the Store, or from a renewal that asked
+// before it. Its refusal says nothing of the tokens obtained since, so it
+// gets a replacement of its own (within the request's bound of sends):
+// after the server drops every token it issued, another replica's token
+// from just before is refused too. Any other Authorizer's replacement is
+// taken as just obtained.
+func (t *Transport) askedBefore(token string, refusedAt time.Time) bool {
+	o, ok := t.Source.(*OAuth)
+	return ok && !o.askedSince(token, refusedAt)
 }
 
 // CloseIdleConnections passes on to Base, so that the HTTP client's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/authserver"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
@@ -243,5 +244,50 @@ func TestOAuthTokenStoreOutlivesTheClient(t *testing.T) {
 	}
 	if st := o.as.Stats(); o.browser.Opened.Load() != 1 || st.Refreshes != 1 || st.ReuseDetected != 0 {
 		t.Errorf("user asked %d times, %d refreshes, %d reuses; want 1, 1, 0", o.browser.Opened.Load(), st.Refreshes, st.ReuseDetected)
+	}
+}
+
+// F33 in one process: two clients share a Store, as two replicas do. The
+// server drops every token it issued; B meets it first and refreshes. It
+// drops every token again. A, still holding the first token, meets the 401
+// and takes B's token from the Store, which was issued before that second
+// drop and is refused too: it was not obtained after A's refusal, so A
+// renews once more, and its call runs once. (A loaded run of
+// TestF33ReplicasShareOneGrant met this: 4 calls of 3982 ended
+// "token_rejected", the transport taking B's token for one just obtained.)
+func TestOAuthAStoredTokenRefusedTooIsRenewed(t *testing.T) {
+	as, srv := rig.GuardedServer(t, authserver.Config{AccessTokenLifetime: time.Hour}, testserver.Config{Era: testserver.StatelessEra})
+	store := auth.NewMemoryStore()
+	browser := &rig.Browser{}
+	replica := func() *rig.Rig {
+		c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{
+			RedirectURI: "http://127.0.0.1:8976/callback", Authorize: browser.Authorize, Store: store,
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return &rig.Rig{T: t, Srv: srv, C: c}
+	}
+	a, b := replica(), replica()
+	a.MustEcho("A: the user authorizes")
+	b.MustEcho("B: the grant from the Store")
+	as.InvalidateAccessTokens()
+	b.MustEcho("B: refreshed")
+	as.InvalidateAccessTokens()
+
+	before, runs := as.Stats(), srv.ToolRuns("increment")
+	if err := a.Increment(); err != nil {
+		t.Fatalf("A's call after the second drop = %v; want success", err)
+	}
+	after := as.Stats()
+	if n := srv.ToolRuns("increment") - runs; n != 1 {
+		t.Errorf("increment ran %d times, want 1", n)
+	}
+	if n := after.Refused401 - before.Refused401; n != 2 {
+		t.Errorf("%d requests refused, want 2: the first token and B's", n)
+	}
+	if n := after.Refreshes - before.Refreshes; n != 1 || after.ReuseDetected != 0 || after.Authorizations != 1 || browser.Opened.Load() != 1 {
+		t.Errorf("%d refreshes, %d reuses, %d authorizations (user asked %d times); want 1, 0, 1, 1", n, after.ReuseDetected, after.Authorizations, browser.Opened.Load())
 	}
 }
