@@ -24,11 +24,7 @@ func TestRetryBudgetIsSharedByTheClientsGivenIt(t *testing.T) {
 	// No tools listed first: the client lists them itself to learn that
 	// echo is read-only, and a lost answer is then replayed if the budget
 	// allows.
-	other, err := client.New(r.Srv.URL(), client.WithRetryBudget(shared))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := secondClient(t, r, client.WithRetryBudget(shared))
 
 	r.Srv.FailPOSTs(1, 0, "", true, "tools/call")
 	r.MustEcho("replayed: the budget's one retry")
@@ -37,7 +33,7 @@ func TestRetryBudgetIsSharedByTheClientsGivenIt(t *testing.T) {
 	}
 
 	r.Srv.FailPOSTs(1, 0, "", true, "tools/call")
-	_, err = rig.CallTool(r.Ctx(), other, "echo", map[string]any{"text": "no retry left"})
+	_, err := rig.CallTool(r.Ctx(), other, "echo", map[string]any{"text": "no retry left"})
 	rig.CheckContract(t, err, client.ErrOutcomeUnknown, "tools/call")
 	if err != nil && !strings.Contains(err.Error(), "retry budget exhausted") {
 		t.Errorf("error %q does not say the retry budget was spent", err)
@@ -56,15 +52,22 @@ func TestRetryBudgetDefaultIsPerClient(t *testing.T) {
 	empty := retry.NewBudget(100*time.Second, 0, 0)
 	r := rig.New(t, testserver.Config{Era: testserver.StatelessEra}, false)
 	r.Start()
-	starved, err := client.New(r.Srv.URL(), client.WithRetryBudget(empty))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer starved.Close()
+	starved := secondClient(t, r, client.WithRetryBudget(empty))
 	r.Srv.FailPOSTs(1, 0, "", true, "tools/call")
 	if _, err := rig.CallTool(r.Ctx(), starved, "echo", map[string]any{"text": "x"}); !errors.Is(err, client.ErrOutcomeUnknown) {
 		t.Fatalf("call on an empty budget = %v; want ErrOutcomeUnknown", err)
 	}
 	r.Srv.FailPOSTs(1, 0, "", true, "tools/call")
 	r.MustEcho("replayed from the default budget")
+}
+
+// secondClient is another client of r's server, closed with the test.
+func secondClient(t *testing.T, r *rig.Rig, opts ...client.Option) *client.ResilientClient {
+	t.Helper()
+	c, err := client.New(r.Srv.URL(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
