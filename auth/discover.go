@@ -20,10 +20,13 @@ type discovery struct {
 	as              serverMetadata
 }
 
-// serverMetadata is mcp-go's RFC 8414 type with the field it lacks.
+// serverMetadata is mcp-go's RFC 8414 type with the fields it lacks.
 type serverMetadata struct {
 	transport.AuthServerMetadata
 	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported,omitempty"`
+	// AuthorizationResponseIssParameterSupported: the authorization
+	// response always carries iss (RFC 9207 §3).
+	AuthorizationResponseIssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
 }
 
 // protectedResource is RFC 9728 metadata; mcp-go's type lacks
@@ -87,10 +90,18 @@ func discover(ctx context.Context, hc *http.Client, endpoint *url.URL, ch Challe
 		if err != nil {
 			return nil, err
 		}
-		if found && m.TokenEndpoint != "" {
-			d.as = m
-			return d, nil
+		if !found || m.TokenEndpoint == "" {
+			continue
 		}
+		// RFC 8414 §3.3 (and OpenID Connect Discovery §4.3): a document
+		// naming another issuer than the one its URL was built from must
+		// not be used. Byte for byte: the issuer is an identifier, and a
+		// "normalized" match is what a mix-up attacker relies on.
+		if m.Issuer != issuer {
+			return nil, &Error{Reason: ReasonIssuerMismatch, Err: fmt.Errorf("the metadata at %s names issuer %q, not %q", c, clip(m.Issuer), issuer)}
+		}
+		d.as = m
+		return d, nil
 	}
 	base := strings.TrimSuffix(iss.String(), "/")
 	d.as.Issuer = base
@@ -98,6 +109,14 @@ func discover(ctx context.Context, hc *http.Client, endpoint *url.URL, ch Challe
 	d.as.TokenEndpoint = base + "/token"
 	d.as.RegistrationEndpoint = base + "/register"
 	return d, nil
+}
+
+// clip is an identifier a server chose, short enough for an error.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
 
 // serverMetadataURLs are where issuer's metadata may be, in the order the

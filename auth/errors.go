@@ -18,9 +18,15 @@ const (
 	ReasonDenied           = "denied"            // the authorization was denied or failed
 	ReasonStateMismatch    = "state_mismatch"    // the redirect carried another state, or went elsewhere
 	ReasonResourceMismatch = "resource_mismatch" // the protected resource metadata names another resource
-	ReasonNoGrant          = "no_grant"          // no grant both sides support, or no authorization server
-	ReasonNoRegistration   = "no_registration"   // no client ID, metadata document or registration endpoint
-	ReasonPending          = "authorization_pending"
+	// ReasonIssuerMismatch: a mix-up refused. The authorization response's
+	// iss names another issuer, or is missing where the server promised it,
+	// or the authorization server metadata names another issuer than the
+	// one its URL was built from (RFC 9207, RFC 8414 §3.3). No code was
+	// exchanged and no metadata endpoint used.
+	ReasonIssuerMismatch = "issuer_mismatch"
+	ReasonNoGrant        = "no_grant"        // no grant both sides support, or no authorization server
+	ReasonNoRegistration = "no_registration" // no client ID, metadata document or registration endpoint
+	ReasonPending        = "authorization_pending"
 )
 
 // Error is a request that could not be authorized. It never contains a

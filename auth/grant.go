@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -130,6 +131,7 @@ func (o *OAuth) register(ctx context.Context, d *discovery) (*identity, error) {
 	grants := []string{string(GrantAuthorizationCode), "refresh_token"}
 	body, _ := json.Marshal(map[string]any{
 		"client_name":                o.env.ClientName,
+		"application_type":           applicationType(o.cfg.RedirectURI),
 		"redirect_uris":              []string{o.cfg.RedirectURI},
 		"grant_types":                grants,
 		"response_types":             []string{"code"},
@@ -167,6 +169,37 @@ func (o *OAuth) register(ctx context.Context, d *discovery) (*identity, error) {
 		}
 	}
 	return id, nil
+}
+
+// applicationType is the registration's application_type (OpenID
+// Connect Dynamic Client Registration §2, required by SEP-837): "native"
+// for a client whose redirect URI is a loopback address or a custom
+// scheme (an agent on the user's machine, a desktop or CLI program),
+// "web" for one redirected to a host on the network. Authorization
+// servers hold native clients to the redirect rules of RFC 8252.
+func applicationType(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		return "native"
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if isLoopback(u.Hostname()) {
+			return "native"
+		}
+		return "web"
+	}
+	return "native"
+}
+
+// isLoopback: host names this machine (RFC 8252 §7.3; "localhost" is
+// allowed, if not recommended, by §8.3).
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // endpointConfig is x/oauth2's view of one grant with this client.
@@ -312,6 +345,9 @@ func (o *OAuth) authorizationCode(ctx context.Context, d *discovery, id *identit
 	if q.Get("state") != state {
 		return nil, &Error{Reason: ReasonStateMismatch, Err: errors.New("the redirect's state is not the one sent")}
 	}
+	if err := checkIssuer(q, d.as); err != nil {
+		return nil, err
+	}
 	if e := q.Get("error"); e != "" {
 		return nil, &Error{Reason: ReasonDenied, Err: fmt.Errorf("the authorization server answered %s", e)}
 	}
@@ -328,6 +364,23 @@ func (o *OAuth) authorizationCode(ctx context.Context, d *discovery, id *identit
 		return nil, tokenError(err)
 	}
 	return tok, nil
+}
+
+// checkIssuer is RFC 9207's defence against a mix-up: the authorization
+// response q (an error response too) must come from the issuer the client
+// sent the user to. A present iss is compared byte for byte with the
+// recorded issuer, whether or not the server advertised it (a normalized
+// comparison is what an attacker's look-alike issuer relies on); a
+// missing one is refused only where the server promised to send it.
+func checkIssuer(q url.Values, as serverMetadata) error {
+	iss, present := q["iss"]
+	switch {
+	case present && (len(iss) != 1 || iss[0] != as.Issuer):
+		return &Error{Reason: ReasonIssuerMismatch, Err: fmt.Errorf("the authorization response comes from issuer %q, not %q", clip(strings.Join(iss, " ")), as.Issuer)}
+	case !present && as.AuthorizationResponseIssParameterSupported:
+		return &Error{Reason: ReasonIssuerMismatch, Err: fmt.Errorf("the authorization response carries no iss, which %q promises (RFC 9207)", as.Issuer)}
+	}
+	return nil
 }
 
 // refresh spends refreshToken once (x/oauth2's refresh grant).
