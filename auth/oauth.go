@@ -129,6 +129,7 @@ type OAuth struct {
 	challenge  Challenge // the latest, for discovery and the first scope
 	disc       *discovery
 	id         *identity // the last identity used, in case the Store forgets it
+	key        Key       // the Store key (issuer, resource, client) id, tok and ver belong to
 	tok        *Token
 	tokAsked   time.Time // when the renewal that asked the authorization server for tok started; zero for a token taken from the Store
 	ver        int64     // the Store's version tok came from or went to
@@ -295,8 +296,12 @@ func (o *OAuth) Rejected(ctx context.Context, token string, ch Challenge) (strin
 		o.challenge = ch
 	}
 	if o.tok != nil && o.tok.AccessToken == token && token != "" {
-		// Thought valid, refused: it is not. Keep its refresh token.
+		// Thought valid, refused: it is not. Keep its refresh token, and
+		// look again where the resource sends its clients: it may have
+		// moved to another authorization server (SEP-2352), whose
+		// registration and tokens are another grant.
 		o.tok.Expiry, o.refreshAt = time.Now().Add(-time.Second), time.Time{}
+		o.disc = nil
 	}
 	o.mu.Unlock()
 	t, err := o.Token(ctx)

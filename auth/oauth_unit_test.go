@@ -164,6 +164,7 @@ func TestRefreshHonoursRetryAfter(t *testing.T) {
 	o.disc = &discovery{resource: "http://127.0.0.1:1/mcp"}
 	o.disc.as.TokenEndpoint = as.URL + "/token"
 	o.id = &identity{clientID: "c", method: "none"}
+	o.key = o.storeKey(o.disc) // the grant o.tok belongs to
 	o.tok = &Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)}
 
 	var wg sync.WaitGroup

@@ -56,7 +56,7 @@ func (o *OAuth) run(r *renewal) error {
 		if got.sent != "" {
 			o.tokAsked = r.started
 		}
-		o.id, o.ver, o.unsaved = got.id, got.ver, got.unsaved
+		o.id, o.key, o.ver, o.unsaved = got.id, got.key, got.ver, got.unsaved
 		o.lost, o.retryAt = nil, time.Time{}
 		o.backoff.Reset()
 		switch got.sent {
@@ -116,6 +116,7 @@ func (o *OAuth) renewed(r *renewal, got *obtained, err error) {
 type obtained struct {
 	tok     *Token
 	id      *identity
+	key     Key    // the Store key tok and id belong to
 	sent    string // "refresh", "authorize", or "" when the Store had it
 	ver     int64  // the Store's version that holds tok, or the one read when unsaved
 	unsaved bool   // tok could not be written: it is newer than the stored grant
@@ -139,6 +140,9 @@ func (o *OAuth) obtain(ctx context.Context, r *renewal) (*obtained, error) {
 		}
 		return next, err
 	})
+	if got != nil {
+		got.key = k
+	}
 	switch {
 	case got != nil && err != nil:
 		// The token is good, the Store did not take it: use it here, and
@@ -167,7 +171,15 @@ func (o *OAuth) renew(ctx context.Context, d *discovery, k Key, r *renewal, cur 
 		mine = Grant{Token: o.tok}.clone().Token
 	}
 	myVer, unsaved, myID := o.ver, o.unsaved, o.id
+	// moved: the resource now sends its clients to another authorization
+	// server (SEP-2352), or names itself otherwise. What this process
+	// holds is the other grant's: its client is unknown here and its
+	// refresh token must not be shown to this issuer.
+	moved := o.key != k
 	o.mu.Unlock()
+	if moved {
+		mine, myID = nil, nil
+	}
 
 	base := cur.Token
 	dirty := false
@@ -216,7 +228,7 @@ func (o *OAuth) renew(ctx context.Context, d *discovery, k Key, r *renewal, cur 
 		}
 		return nil, &Grant{Registration: reg}, err
 	}
-	if r.reason == "refresh" {
+	if r.reason == "refresh" && !moved {
 		return nil, keep(), &Error{Reason: ReasonInvalidGrant, Err: errors.New("the stored grant has no refresh token")}
 	}
 	grant, err := o.grantFor(d)
