@@ -32,8 +32,14 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 
 	state := q.Get("state")
+	answer := func(params url.Values) {
+		if !s.cfg.NoIssParameter {
+			params.Set("iss", s.url) // RFC 9207: who answers, against a mix-up
+		}
+		redirect(w, r, target, params, state)
+	}
 	fail := func(code, desc string) {
-		redirect(w, r, target, url.Values{"error": {code}, "error_description": {desc}}, state)
+		answer(url.Values{"error": {code}, "error_description": {desc}})
 	}
 	scope := strings.Fields(q.Get("scope"))
 	resource := q.Get("resource")
@@ -66,7 +72,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		s.stats.authorizations.Add(1)
-		redirect(w, r, target, url.Values{"code": {code}}, state)
+		answer(url.Values{"code": {code}})
 	}
 }
 

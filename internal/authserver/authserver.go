@@ -41,6 +41,14 @@ type Config struct {
 	ClientID, ClientSecret string
 	// NoRefreshTokens, if true, has no grant issue a refresh token.
 	NoRefreshTokens bool
+	// NoIssParameter, if true, is a server from before RFC 9207: its
+	// authorization responses carry no iss, and its metadata does not
+	// promise one. By default both do.
+	NoIssParameter bool
+	// MetadataIssuer, if set, is the issuer the metadata names instead of
+	// the server's URL: a poisoned or misconfigured document, which a
+	// client must not use (RFC 8414 §3.3).
+	MetadataIssuer string
 }
 
 // Stats is a snapshot of what the server did; every counter only grows.

@@ -16,17 +16,22 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if s.refuseIfDown(w) {
 		return
 	}
+	issuer := s.url
+	if s.cfg.MetadataIssuer != "" {
+		issuer = s.cfg.MetadataIssuer
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                                s.url,
-		"authorization_endpoint":                s.url + "/authorize",
-		"token_endpoint":                        s.url + "/token",
-		"registration_endpoint":                 s.url + "/register",
-		"revocation_endpoint":                   s.url + "/revoke",
-		"response_types_supported":              []string{"code"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
-		"token_endpoint_auth_methods_supported": authMethods,
-		"code_challenge_methods_supported":      []string{"S256"},
-		"scopes_supported":                      s.cfg.ScopesSupported,
+		"issuer": issuer,
+		"authorization_response_iss_parameter_supported": !s.cfg.NoIssParameter,
+		"authorization_endpoint":                         s.url + "/authorize",
+		"token_endpoint":                                 s.url + "/token",
+		"registration_endpoint":                          s.url + "/register",
+		"revocation_endpoint":                            s.url + "/revoke",
+		"response_types_supported":                       []string{"code"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+		"token_endpoint_auth_methods_supported":          authMethods,
+		"code_challenge_methods_supported":               []string{"S256"},
+		"scopes_supported":                               s.cfg.ScopesSupported,
 	})
 }
 
