@@ -291,3 +291,22 @@ func TestInvalidGrantReadsTheStoreAgain(t *testing.T) {
 		t.Errorf("%d failed refreshes; want the other holder's token taken at once", failed)
 	}
 }
+
+// SEP-837: a registration says what kind of client it is, from where the
+// user's browser comes back to it.
+func TestApplicationType(t *testing.T) {
+	for uri, want := range map[string]string{
+		"http://127.0.0.1:8976/callback":         "native",
+		"http://localhost/cb":                    "native",
+		"http://[::1]:9000/cb":                   "native",
+		"https://127.0.0.1/cb":                   "native",
+		"com.example.agent:/oauth2redirect":      "native",
+		"https://agent.example.com/oauth/cb":     "web",
+		"http://agent.internal.example:8080/cb":  "web",
+		"http://127.0.0.1.example.com/not-local": "web",
+	} {
+		if got := applicationType(uri); got != want {
+			t.Errorf("applicationType(%q) = %q; want %q", uri, got, want)
+		}
+	}
+}
