@@ -1,12 +1,16 @@
-// Command conformance is a plain MCP client built on ResilientClient, for
-// the official MCP conformance suite's client scenarios:
+// Command conformance is an MCP client built on ResilientClient, for every
+// client scenario of the official MCP conformance suite:
 //
 //	go build -o /tmp/mcp-conformance ./examples/conformance
-//	SCENARIOS="initialize tools_call sse-retry elicitation-sep1034-client-defaults" \
-//	    conformance/run-conformance.sh /tmp/mcp-conformance
+//	conformance/referee.sh /tmp/mcp-conformance
 //
-// The suite passes the server's URL as the last argument. The client does
-// what any agent would, whatever the scenario: it initializes, lists the
+// The suite passes the server's URL as the last argument, and the
+// scenario's name in MCP_CONFORMANCE_SCENARIO. As the suite's own reference
+// client does, the name picks one thing only: the auth/* scenarios
+// authorize with WithOAuth (oauth.go), the others go without. Every
+// behaviour a scenario checks is the library's.
+//
+// Without OAuth, the client does what any agent would: it initializes, lists the
 // tools, and calls each one with arguments made up from its input schema.
 // It accepts every elicitation without filling in anything, so the form's
 // defaults are what the server gets (SEP-1034: the library fills them in),
@@ -22,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -34,6 +39,10 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: conformance [flags ignored] SERVER_URL")
 		os.Exit(2)
+	}
+	run := run
+	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/") {
+		run = runOAuth
 	}
 	if err := run(os.Args[len(os.Args)-1]); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance client:", err)

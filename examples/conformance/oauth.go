@@ -1,15 +1,11 @@
-// Command conformance-oauth is the MCP conformance suite's client for the
-// auth/* scenarios, built on ResilientClient with WithOAuth. It is thin on
-// purpose: everything OAuth is the library's. It reads
+// The auth/* scenarios: the same agent, authorizing with WithOAuth. It is
+// thin on purpose: everything OAuth is the library's. It reads
 // MCP_CONFORMANCE_CONTEXT (a pre-registered client: client_id,
 // client_secret, private_key_pem, signing_algorithm) into OAuthConfig,
 // completes the browser step headlessly (GET the authorization URL without
 // following redirects, return the Location), then does what an agent does:
-// initialize, list the tools and call each one.
-//
-//	go build -o /tmp/mcp-conformance-oauth ./examples/conformance-oauth
-//	SCENARIOS="auth/metadata-default auth/scope-step-up" \
-//	    conformance/run-conformance.sh /tmp/mcp-conformance-oauth
+// list the tools and call each one.
+
 package main
 
 import (
@@ -34,18 +30,7 @@ import (
 // suite's authorization server expects of a client that has one.
 const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: conformance-oauth [flags ignored] SERVER_URL")
-		os.Exit(2)
-	}
-	if err := run(os.Args[len(os.Args)-1]); err != nil {
-		fmt.Fprintln(os.Stderr, "conformance-oauth client:", err)
-		os.Exit(1)
-	}
-}
-
-func run(url string) error {
+func runOAuth(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	cfg, err := oauthConfig(os.Getenv("MCP_CONFORMANCE_CONTEXT"))
