@@ -2,7 +2,10 @@
 // tests: it stands in for a real provider so that a client's whole OAuth
 // lifecycle (discovery, dynamic registration, authorization code with PKCE,
 // rotating refresh tokens, client credentials, outages and revocation) can
-// be exercised over real HTTP on 127.0.0.1.
+// be exercised over real HTTP on 127.0.0.1. It can also play an
+// enterprise's identity provider (ID tokens, and ID-JAGs for them by token
+// exchange) or a workload's platform, and take their JWTs in the JWT
+// bearer grant (see assertions.go).
 //
 // There is no user: the authorization endpoint approves at once (or refuses,
 // see SetDeny) and redirects without showing anything. Access tokens are
