@@ -82,7 +82,9 @@ type EnterpriseAuthorization struct {
 // rotated file's new assertion is the one sent. Config.ClientID, if set,
 // names the client (with its secret or key, if any); else none is named.
 // A refused assertion (invalid_grant, unauthorized_client, invalid_scope)
-// is not sent again: calls fail with the reason until Authorize.
+// is not sent again: calls fail at once with the reason until the file is
+// replaced or written (the next call then presents the new assertion), or
+// until Authorize.
 //
 // A plain value; Assertion must be safe for concurrent use.
 type WorkloadIdentity struct {
@@ -211,6 +213,7 @@ func (o *OAuth) workloadAssertion(ctx context.Context) (string, error) {
 		}
 		return a, nil
 	}
+	o.read.saw(w.AssertionFile)
 	raw, err := os.ReadFile(w.AssertionFile)
 	if err != nil {
 		return "", &Error{Reason: ReasonNoToken, Err: fmt.Errorf("reading the workload's assertion: %w", err)}
@@ -220,6 +223,44 @@ func (o *OAuth) workloadAssertion(ctx context.Context) (string, error) {
 		return "", &Error{Reason: ReasonNoToken, Err: fmt.Errorf("the workload's assertion file %s is empty", w.AssertionFile)}
 	}
 	return a, nil
+}
+
+// assertionFile is the Workload's assertion file as the last grant found
+// it, so that a grant lost to a refused assertion is tried again once the
+// platform rotated the file, and not before.
+type assertionFile struct {
+	mu   sync.Mutex
+	seen os.FileInfo // nil: not read yet, or it could not be
+}
+
+// saw records the file as it is before it is read.
+func (a *assertionFile) saw(name string) {
+	fi, _ := os.Stat(name)
+	a.mu.Lock()
+	a.seen = fi
+	a.mu.Unlock()
+}
+
+// assertionRotated reports whether the Workload's assertion file changed
+// since the last grant read it (replaced, written, or appeared): a lost
+// grant is then tried again with the new assertion. It is a stat, called
+// under o.mu only while the grant is lost.
+func (o *OAuth) assertionRotated() bool {
+	w := o.cfg.Workload
+	if w == nil || w.AssertionFile == "" {
+		return false
+	}
+	cur, err := os.Stat(w.AssertionFile)
+	o.read.mu.Lock()
+	prev := o.read.seen
+	o.read.mu.Unlock()
+	switch {
+	case err != nil:
+		return false
+	case prev == nil:
+		return true
+	}
+	return !os.SameFile(prev, cur) || !cur.ModTime().Equal(prev.ModTime()) || cur.Size() != prev.Size()
 }
 
 // idJAG returns an ID-JAG for d's authorization server, resource and

@@ -156,7 +156,8 @@ type OAuth struct {
 	renewing *renewal
 	flights  singleflight.Group
 
-	jags idJAGs // Enterprise's identity provider endpoint and last ID-JAG; its own lock, a leaf
+	jags idJAGs        // Enterprise's identity provider endpoint and last ID-JAG; its own lock, a leaf
+	read assertionFile // the Workload's assertion file as last read; its own lock, a leaf
 }
 
 // renewalKey is the one flight: one token request or authorization at a
@@ -233,7 +234,7 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 			o.mu.Unlock()
 			return t, nil
 		}
-		if o.lost != nil {
+		if o.lost != nil && !o.assertionRotated() {
 			err := o.lost
 			o.mu.Unlock()
 			return "", err

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/authserver"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
@@ -230,7 +231,7 @@ func TestWorkloadIdentityAssertionRotates(t *testing.T) {
 // An expired assertion is refused: the call fails with
 // ErrAuthorizationRequired (invalid_grant) and did not run, and later
 // calls fail at once without sending it again. Once the platform rotated
-// it, Authorize recovers.
+// the file, the next call presents the new assertion and succeeds.
 func TestWorkloadIdentityRefusedAssertionIsNotSentAgain(t *testing.T) {
 	w := newWIFRig(t, time.Minute)
 	w.rotate("build-1", -time.Minute)
@@ -248,13 +249,51 @@ func TestWorkloadIdentityRefusedAssertionIsNotSentAgain(t *testing.T) {
 		t.Errorf("%d token requests after the refusal; want none", after-requests)
 	}
 	w.rotate("build-2", time.Hour)
-	if err := w.C.Authorize(w.Ctx()); err != nil {
-		t.Fatalf("Authorize after the rotation: %v", err)
-	}
 	if err := w.Increment(); err != nil {
-		t.Errorf("after Authorize: %v", err)
+		t.Errorf("after the rotation: %v", err)
 	}
-	if runs := w.Srv.ToolRuns("increment"); runs != 1 {
-		t.Errorf("increment ran %d times; want 1", runs)
+	if runs, got := w.Srv.ToolRuns("increment"), w.as.AssertionSubjects(); runs != 1 || !slices.Equal(got, []string{"build-2"}) {
+		t.Errorf("increment ran %d times, assertions taken for %v; want 1, build-2's", runs, got)
+	}
+}
+
+// Two clients (two processes, as far as the grant knows) share a
+// FileStore: every renewal runs under its lock, and the second finds the
+// token the first obtained. One JWT bearer grant per expiry between them,
+// not one each, and no call fails.
+func TestWorkloadIdentitySharedStore(t *testing.T) {
+	const lifetime = time.Second
+	w := newWIFRig(t, lifetime)
+	w.rotate("build-1", time.Hour)
+	store, err := auth.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rigs []*rig.Rig
+	for range 2 {
+		c, err := client.New(w.Srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Store: store,
+			Workload: &client.WorkloadIdentity{AssertionFile: w.file}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r := &rig.Rig{T: t, Srv: w.Srv, C: c}
+		r.MustEcho("authorized")
+		rigs = append(rigs, r)
+	}
+	began := time.Now()
+	a, b := startCallers(rigs[0], 8), startCallers(rigs[1], 8)
+	time.Sleep(2500 * time.Millisecond)
+	a.halt()
+	b.halt()
+	active := time.Since(began)
+	grants := w.as.Stats().JWTBearerGrants
+	t.Logf("%d calls in %v; %d JWT bearer grants", a.calls.Load()+b.calls.Load(), active.Round(time.Millisecond), grants)
+	if n := a.failed.Load() + b.failed.Load(); n != 0 {
+		t.Errorf("%d calls failed, e.g. %v %v", n, a.errs, b.errs)
+	}
+	// The first grant, then one per expiry (a token lives ~0.9 s).
+	if most := int64(active/(lifetime*8/10)) + 2; grants > most || grants < 3 {
+		t.Errorf("%d JWT bearer grants for two clients in %v; want one per expiry between them (3..%d)", grants, active.Round(time.Millisecond), most)
 	}
 }
