@@ -48,8 +48,11 @@ const (
 // unreachable. When it expires the grant is simply run again (a refresh
 // token, which such servers should not issue, is used if one came): the
 // last ID-JAG is presented again while it is valid, else a new one is
-// asked for with a fresh ID token. The ID-JAG stays in this process's
-// memory, never in the Store.
+// asked for with a fresh ID token (and once more if the authorization
+// server refuses an ID-JAG presented again: some take each only once).
+// The ID-JAG stays in this process's memory, never in the Store. The
+// Store's key names the client, not the user: clients acting for
+// different users must not share a Store with the same ClientID.
 //
 // A plain value; the funcs it holds must be safe for concurrent use.
 type EnterpriseAuthorization struct {
