@@ -155,6 +155,10 @@ func (s *Server) jwtBearer(c *client, form url.Values) (tokenResponse, *oauthErr
 	if resource != "" && !s.protectsLocked(resource) {
 		return tokenResponse{}, badRequest("invalid_target", "resource is not a resource this server protects")
 	}
+	if s.cfg.SingleUseAssertions && s.jtis[p.str("jti")] {
+		return tokenResponse{}, badRequest("invalid_grant", "the assertion was used before")
+	}
+	s.jtis[p.str("jti")] = true
 	s.subjects = append(s.subjects, p.str("sub"))
 	s.stats.jwtBearerGrants.Add(1)
 	return s.issueLocked(&grant{clientID: c.id, resource: resource, scope: scope}, scope, false), nil

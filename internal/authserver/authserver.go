@@ -65,6 +65,11 @@ type Config struct {
 	JAGClientID string
 	// JAGLifetime is the lifetime of those ID-JAGs. Default 5 min.
 	JAGLifetime time.Duration
+	// SingleUseAssertions, if true, has the JWT bearer grant refuse an
+	// assertion whose jti it took before (invalid_grant), as some
+	// authorization servers do with ID-JAGs. By default one may be
+	// presented again until it expires.
+	SingleUseAssertions bool
 }
 
 // Stats is a snapshot of what the server did; every counter only grows.
@@ -104,6 +109,7 @@ type Server struct {
 	resources map[string]bool // resources some Protect call guards
 	required  []string        // RequireScopes
 	subjects  []string        // AssertionSubjects
+	jtis      map[string]bool // the assertions taken, for SingleUseAssertions
 	// epoch is bumped by InvalidateAccessTokens: an access token is only
 	// valid in the epoch it was issued in.
 	epoch int64
@@ -154,6 +160,7 @@ func Start(cfg Config) (*Server, error) {
 		access:    map[string]*accessToken{},
 		refresh:   map[string]*refreshToken{},
 		resources: map[string]bool{},
+		jtis:      map[string]bool{},
 	}
 	if cfg.ClientID != "" {
 		s.clients[cfg.ClientID] = &client{id: cfg.ClientID, secret: cfg.ClientSecret, preRegistered: true}

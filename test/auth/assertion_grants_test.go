@@ -103,6 +103,25 @@ func TestEnterpriseManagedAuthorization(t *testing.T) {
 	}
 }
 
+// An authorization server that takes each ID-JAG once refuses the one
+// presented again after it dropped every token: the client asks the
+// identity provider for a new one, once, and the call succeeds.
+func TestEnterpriseSingleUseIDJAG(t *testing.T) {
+	e := newEMARig(t, authserver.Config{}, authserver.Config{AccessTokenLifetime: time.Minute, SingleUseAssertions: true}, true)
+	e.MustEcho("authorized")
+	e.as.InvalidateAccessTokens()
+	if err := e.Increment(); err != nil {
+		t.Fatalf("call after every token was dropped: %v", err)
+	}
+	idp, as := e.idp.Stats(), e.as.Stats()
+	if idp.TokenExchanges != 2 || as.JWTBearerGrants != 2 || as.TokenRequests != 3 {
+		t.Errorf("exchanges %d, grants %d, token requests %d; want 2, 2 and 3 (the refused ID-JAG, then a new one)", idp.TokenExchanges, as.JWTBearerGrants, as.TokenRequests)
+	}
+	if runs := e.Srv.ToolRuns("increment"); runs != 1 {
+		t.Errorf("increment ran %d times; want 1", runs)
+	}
+}
+
 // 32 goroutines call through several expiries of a 1 s token, with
 // ID-JAGs too short-lived to present again: each renewal is one exchange
 // and one grant for all of them, and no call fails.
