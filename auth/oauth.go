@@ -438,8 +438,8 @@ func (o *OAuth) validLocked(now time.Time) bool {
 	return o.tok != nil && o.tok.AccessToken != "" && (o.tok.Expiry.IsZero() || now.Before(o.tok.Expiry))
 }
 
-// canRenewLocked: a refresh ahead of expiry needs a refresh token or the
-// client_credentials grant, never a user.
+// canRenewLocked: a refresh ahead of expiry needs a refresh token or a
+// grant without a user (client_credentials, JWT bearer), never a user.
 func (o *OAuth) canRenewLocked() bool {
 	return o.tok.RefreshToken != "" || o.cfg.GrantType == GrantClientCredentials || o.assertionGrant() ||
 		(o.cfg.Authorize == nil && o.cfg.ClientID != "" && (o.cfg.ClientSecret != "" || o.cfg.PrivateKey != nil))
