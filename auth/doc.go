@@ -16,7 +16,10 @@
 // authorization and token request, scope selection and step-up, token endpoint
 // authentication none, client_secret_basic, client_secret_post and
 // private_key_jwt (RFC 7523), the authorization-code and client_credentials
-// grants. Its lifecycle: a refresh 10 % of the lifetime before expiry, one
+// grants, and the JWT bearer grant (RFC 7523) with a workload's assertion
+// (Config.Workload) or, for enterprise-managed authorization
+// (Config.Enterprise), an ID-JAG obtained by token exchange (RFC 8693) at
+// the enterprise's identity provider. Its lifecycle: a refresh 10 % of the lifetime before expiry, one
 // for all callers (a rotated refresh token is sent once); a lost grant is
 // an Error at once, with one authorization in the background; an
 // unreachable authorization server is paced by one backoff while a valid
@@ -34,7 +37,9 @@
 // lock.
 //
 // From libraries: golang.org/x/oauth2 does the authorization URL, PKCE,
-// the code exchange, the refresh and the client_credentials grant;
+// the code exchange, the refresh and the client_credentials grant (and,
+// with the grant type replaced, which it allows, the token exchange and
+// the JWT bearer grant);
 // golang.org/x/sync/singleflight groups the callers waiting for one
 // renewal; mcp-go's AuthServerMetadata type reads
 // RFC 8414 documents, and its transport.TokenStore is still accepted.

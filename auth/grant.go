@@ -44,6 +44,8 @@ func (o *OAuth) grantFor(d *discovery) (GrantType, error) {
 		return len(l) == 0 || slices.Contains(l, string(g))
 	}
 	switch {
+	case o.assertionGrant():
+		return GrantJWTBearer, nil
 	case o.cfg.GrantType != "":
 		return o.cfg.GrantType, nil
 	case o.cfg.Authorize != nil && offered(GrantAuthorizationCode):
@@ -63,7 +65,7 @@ func (o *OAuth) grantFor(d *discovery) (GrantType, error) {
 // reports whether reg is to be written.
 func (o *OAuth) identityFor(ctx context.Context, d *discovery, stored *Registration, mine *identity) (id *identity, reg *Registration, write bool, err error) {
 	switch {
-	case o.cfg.ClientID != "" || (o.cfg.ClientMetadataURL != "" && d.as.ClientIDMetadataDocumentSupported):
+	case o.cfg.ClientID != "" || (o.cfg.ClientMetadataURL != "" && d.as.ClientIDMetadataDocumentSupported) || o.cfg.Workload != nil:
 		id, err = o.identify(ctx, d)
 		return id, stored, false, err
 	case stored != nil && stored.ClientID != "":
@@ -94,6 +96,8 @@ func (o *OAuth) identify(ctx context.Context, d *discovery) (*identity, error) {
 		return &identity{clientID: o.cfg.ClientID, secret: o.cfg.ClientSecret, method: o.authMethod(d, o.cfg.ClientSecret != "")}, nil
 	case o.cfg.ClientMetadataURL != "" && d.as.ClientIDMetadataDocumentSupported:
 		return &identity{clientID: o.cfg.ClientMetadataURL, method: o.authMethod(d, false)}, nil
+	case o.cfg.Workload != nil:
+		return &identity{method: "none"}, nil // the assertion says who it is
 	case d.as.RegistrationEndpoint != "":
 		return o.register(ctx, d)
 	}

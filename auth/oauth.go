@@ -65,8 +65,16 @@ type Config struct {
 	Authorize        func(ctx context.Context, authURL string) (redirectedTo string, err error)
 	AuthorizeTimeout time.Duration // default 5 min
 	// GrantType: "" picks authorization_code when Authorize is set and the
-	// server offers it, else client_credentials with a secret or key.
+	// server offers it, else client_credentials with a secret or key;
+	// GrantJWTBearer with Enterprise or Workload.
 	GrantType GrantType
+	// Enterprise is enterprise-managed authorization: the user's ID token
+	// exchanged at the enterprise's identity provider for an ID-JAG, then
+	// the JWT bearer grant. nil: not used. Not with Workload.
+	Enterprise *EnterpriseAuthorization
+	// Workload is workload identity federation: the platform's JWT for
+	// the workload presented with the JWT bearer grant. nil: not used.
+	Workload *WorkloadIdentity
 }
 
 // ErrStoreAndTokenStore is Config with both Store and TokenStore set.
@@ -77,7 +85,7 @@ func (c *Config) Validate() error {
 	if c.Store != nil && c.TokenStore != nil {
 		return ErrStoreAndTokenStore
 	}
-	return nil
+	return c.validateAssertionGrants()
 }
 
 // Env is what the client around an OAuth gives it.
@@ -147,6 +155,9 @@ type OAuth struct {
 	// under mu (DoChan, Forget), never the other way round.
 	renewing *renewal
 	flights  singleflight.Group
+
+	jags idJAGs        // Enterprise's identity provider endpoint and last ID-JAG; its own lock, a leaf
+	read assertionFile // the Workload's assertion file as last read; its own lock, a leaf
 }
 
 // renewalKey is the one flight: one token request or authorization at a
@@ -223,7 +234,7 @@ func (o *OAuth) Token(ctx context.Context) (string, error) {
 			o.mu.Unlock()
 			return t, nil
 		}
-		if o.lost != nil {
+		if o.lost != nil && !o.assertionRotated() {
 			err := o.lost
 			o.mu.Unlock()
 			return "", err
@@ -427,9 +438,9 @@ func (o *OAuth) validLocked(now time.Time) bool {
 	return o.tok != nil && o.tok.AccessToken != "" && (o.tok.Expiry.IsZero() || now.Before(o.tok.Expiry))
 }
 
-// canRenewLocked: a refresh ahead of expiry needs a refresh token or the
-// client_credentials grant, never a user.
+// canRenewLocked: a refresh ahead of expiry needs a refresh token or a
+// grant without a user (client_credentials, JWT bearer), never a user.
 func (o *OAuth) canRenewLocked() bool {
-	return o.tok.RefreshToken != "" || o.cfg.GrantType == GrantClientCredentials ||
+	return o.tok.RefreshToken != "" || o.cfg.GrantType == GrantClientCredentials || o.assertionGrant() ||
 		(o.cfg.Authorize == nil && o.cfg.ClientID != "" && (o.cfg.ClientSecret != "" || o.cfg.PrivateKey != nil))
 }

@@ -237,9 +237,12 @@ func (o *OAuth) renew(ctx context.Context, d *discovery, k Key, r *renewal, cur 
 	}
 	scopes := o.scopesFor(d, r.scopes, grant)
 	var tok *oauth2.Token
-	if grant == GrantClientCredentials {
+	switch grant {
+	case GrantClientCredentials:
 		tok, err = o.clientCredentials(ctx, d, id, scopes)
-	} else {
+	case GrantJWTBearer:
+		tok, err = o.jwtBearer(ctx, d, id, scopes)
+	default:
 		tok, err = o.authorizationCode(ctx, d, id, scopes)
 	}
 	if err != nil {
@@ -296,6 +299,8 @@ func (o *OAuth) storeKey(d *discovery) Key {
 		k.Client = o.cfg.ClientID
 	case o.cfg.ClientMetadataURL != "" && d.as.ClientIDMetadataDocumentSupported:
 		k.Client = o.cfg.ClientMetadataURL
+	case o.cfg.Workload != nil:
+		k.Client = "workload " + o.cfg.Workload.AssertionFile
 	default:
 		k.Client = "dynamic " + o.cfg.RedirectURI
 	}

@@ -19,14 +19,25 @@ import (
 type OAuthConfig = auth.Config
 
 // GrantType is how the client obtains tokens: GrantAuthorizationCode (a
-// user, through OAuthConfig.Authorize) or GrantClientCredentials.
+// user, through OAuthConfig.Authorize), GrantClientCredentials, or
+// GrantJWTBearer (OAuthConfig.Enterprise or OAuthConfig.Workload).
 type GrantType = auth.GrantType
 
 // The grant types.
 const (
 	GrantAuthorizationCode = auth.GrantAuthorizationCode
 	GrantClientCredentials = auth.GrantClientCredentials
+	GrantJWTBearer         = auth.GrantJWTBearer
 )
+
+// EnterpriseAuthorization is OAuthConfig.Enterprise: the user's ID token
+// exchanged at the enterprise's identity provider for an ID-JAG, presented
+// with the JWT bearer grant. See auth.EnterpriseAuthorization.
+type EnterpriseAuthorization = auth.EnterpriseAuthorization
+
+// WorkloadIdentity is OAuthConfig.Workload: the platform's JWT for the
+// workload presented with the JWT bearer grant. See auth.WorkloadIdentity.
+type WorkloadIdentity = auth.WorkloadIdentity
 
 // InsufficientScopeError is a call the server refused for want of scope
 // (403 insufficient_scope) that no authorization could give: the scopes
@@ -53,7 +64,7 @@ func WithOAuth(cfg OAuthConfig) Option {
 			o.invalidf("WithOAuth: Authorize needs a RedirectURI")
 		case cfg.GrantType == GrantClientCredentials && cfg.ClientID == "":
 			o.invalidf("WithOAuth: the client_credentials grant needs a ClientID")
-		case cfg.GrantType != "" && cfg.GrantType != GrantAuthorizationCode && cfg.GrantType != GrantClientCredentials:
+		case cfg.GrantType != "" && cfg.GrantType != GrantAuthorizationCode && cfg.GrantType != GrantClientCredentials && cfg.GrantType != GrantJWTBearer:
 			o.invalidf("WithOAuth: unknown GrantType %q", cfg.GrantType)
 		}
 		if err := cfg.Validate(); err != nil {

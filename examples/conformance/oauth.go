@@ -1,7 +1,8 @@
 // The auth/* scenarios: the same agent, authorizing with WithOAuth. It is
 // thin on purpose: everything OAuth is the library's. It reads
 // MCP_CONFORMANCE_CONTEXT (a pre-registered client: client_id,
-// client_secret, private_key_pem, signing_algorithm) into OAuthConfig,
+// client_secret, private_key_pem, signing_algorithm; an enterprise
+// identity provider: idp_*; a workload's JWT: valid_jwt) into OAuthConfig,
 // completes the browser step headlessly (GET the authorization URL without
 // following redirects, return the Location), then does what an agent does:
 // list the tools and call each one.
@@ -75,6 +76,14 @@ func oauthConfig(raw string) (client.OAuthConfig, error) {
 		ClientSecret     string `json:"client_secret"`
 		PrivateKeyPEM    string `json:"private_key_pem"`
 		SigningAlgorithm string `json:"signing_algorithm"`
+		// Enterprise-managed authorization: the user's ID token and the
+		// identity provider that exchanges it for an ID-JAG.
+		IdPClientID      string `json:"idp_client_id"`
+		IdPIDToken       string `json:"idp_id_token"`
+		IdPIssuer        string `json:"idp_issuer"`
+		IdPTokenEndpoint string `json:"idp_token_endpoint"`
+		// Workload identity: the platform's JWT for this workload.
+		WorkloadJWT string `json:"valid_jwt"`
 	}
 	if raw != "" {
 		if err := json.Unmarshal([]byte(raw), &ctx); err != nil {
@@ -88,6 +97,19 @@ func oauthConfig(raw string) (client.OAuthConfig, error) {
 		SigningAlgorithm:  ctx.SigningAlgorithm,
 		RedirectURI:       "http://127.0.0.1:8976/callback",
 		Authorize:         headless,
+	}
+	if ctx.IdPIDToken != "" {
+		cfg.Enterprise = &client.EnterpriseAuthorization{
+			IDToken:       func(context.Context) (string, error) { return ctx.IdPIDToken, nil },
+			TokenEndpoint: ctx.IdPTokenEndpoint,
+			Issuer:        ctx.IdPIssuer,
+			ClientID:      ctx.IdPClientID,
+		}
+	}
+	if ctx.WorkloadJWT != "" {
+		cfg.Workload = &client.WorkloadIdentity{
+			Assertion: func(context.Context) (string, error) { return ctx.WorkloadJWT, nil },
+		}
 	}
 	if ctx.PrivateKeyPEM != "" {
 		block, _ := pem.Decode([]byte(ctx.PrivateKeyPEM))

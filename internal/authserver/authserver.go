@@ -2,7 +2,10 @@
 // tests: it stands in for a real provider so that a client's whole OAuth
 // lifecycle (discovery, dynamic registration, authorization code with PKCE,
 // rotating refresh tokens, client credentials, outages and revocation) can
-// be exercised over real HTTP on 127.0.0.1.
+// be exercised over real HTTP on 127.0.0.1. It can also play an
+// enterprise's identity provider (ID tokens, and ID-JAGs for them by token
+// exchange) or a workload's platform, and take their JWTs in the JWT
+// bearer grant (see assertions.go).
 //
 // There is no user: the authorization endpoint approves at once (or refuses,
 // see SetDeny) and redirects without showing anything. Access tokens are
@@ -12,6 +15,9 @@
 package authserver
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
@@ -49,6 +55,21 @@ type Config struct {
 	// the server's URL: a poisoned or misconfigured document, which a
 	// client must not use (RFC 8414 §3.3).
 	MetadataIssuer string
+	// TrustedIssuers are the servers whose JWTs (ID-JAGs, workload
+	// assertions) this one takes in the JWT bearer grant. None: the grant
+	// refuses every assertion.
+	TrustedIssuers []*Server
+	// JAGClientID is the client_id claim of the ID-JAGs this server issues
+	// as an identity provider: the client's ID at the resource's
+	// authorization server. Default: the client's ID here.
+	JAGClientID string
+	// JAGLifetime is the lifetime of those ID-JAGs. Default 5 min.
+	JAGLifetime time.Duration
+	// SingleUseAssertions, if true, has the JWT bearer grant refuse an
+	// assertion whose jti it took before (invalid_grant), as some
+	// authorization servers do with ID-JAGs. By default one may be
+	// presented again until it expires.
+	SingleUseAssertions bool
 }
 
 // Stats is a snapshot of what the server did; every counter only grows.
@@ -63,6 +84,8 @@ type Stats struct {
 	TokenRequests          int64 // POSTs to the token endpoint, whatever the answer
 	TokenRequestsWhileDown int64 // of those, answered 503 because of SetDown
 	Refused401, Refused403 int64 // requests Protect refused
+	TokenExchanges         int64 // ID-JAGs issued by the token exchange (as an identity provider)
+	JWTBearerGrants        int64 // successful JWT bearer grants
 }
 
 // Server is a running authorization server. It is safe for concurrent use;
@@ -72,6 +95,8 @@ type Server struct {
 	url    string
 	httpS  *http.Server
 	served chan struct{} // closed when Serve returns
+
+	key *ecdsa.PrivateKey // signs the JWTs it issues (ID tokens, ID-JAGs, workload assertions)
 
 	down atomic.Bool
 	deny atomic.Bool
@@ -83,6 +108,8 @@ type Server struct {
 	refresh   map[string]*refreshToken
 	resources map[string]bool // resources some Protect call guards
 	required  []string        // RequireScopes
+	subjects  []string        // AssertionSubjects
+	jtis      map[string]bool // the assertions taken, for SingleUseAssertions
 	// epoch is bumped by InvalidateAccessTokens: an access token is only
 	// valid in the epoch it was issued in.
 	epoch int64
@@ -92,6 +119,7 @@ type Server struct {
 		clientCredentials, registrations                       atomic.Int64
 		tokenRequests, tokenRequestsWhileDown                  atomic.Int64
 		refused401, refused403                                 atomic.Int64
+		tokenExchanges, jwtBearerGrants                        atomic.Int64
 	}
 }
 
@@ -110,12 +138,21 @@ func Start(cfg Config) (*Server, error) {
 		cfg.ScopesSupported = defaultScopes
 	}
 	cfg.ScopesSupported = slices.Clone(cfg.ScopesSupported)
+	if cfg.JAGLifetime <= 0 {
+		cfg.JAGLifetime = defaultJAGLifetime
+	}
+	cfg.TrustedIssuers = slices.Clone(cfg.TrustedIssuers)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("authserver: key: %w", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("authserver: listen: %w", err)
 	}
 	s := &Server{
 		cfg:       cfg,
+		key:       key,
 		url:       "http://" + ln.Addr().String(),
 		served:    make(chan struct{}),
 		clients:   map[string]*client{},
@@ -123,6 +160,7 @@ func Start(cfg Config) (*Server, error) {
 		access:    map[string]*accessToken{},
 		refresh:   map[string]*refreshToken{},
 		resources: map[string]bool{},
+		jtis:      map[string]bool{},
 	}
 	if cfg.ClientID != "" {
 		s.clients[cfg.ClientID] = &client{id: cfg.ClientID, secret: cfg.ClientSecret, preRegistered: true}
@@ -227,6 +265,8 @@ func (s *Server) Stats() Stats {
 		TokenRequestsWhileDown: st.tokenRequestsWhileDown.Load(),
 		Refused401:             st.refused401.Load(),
 		Refused403:             st.refused403.Load(),
+		TokenExchanges:         st.tokenExchanges.Load(),
+		JWTBearerGrants:        st.jwtBearerGrants.Load(),
 	}
 }
 

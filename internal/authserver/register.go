@@ -28,7 +28,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		"registration_endpoint":                          s.url + "/register",
 		"revocation_endpoint":                            s.url + "/revoke",
 		"response_types_supported":                       []string{"code"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+		"grant_types_supported":                          append(slices.Clone(grantTypes), grantJWTBearer, grantTokenExchange),
 		"token_endpoint_auth_methods_supported":          authMethods,
 		"code_challenge_methods_supported":               []string{"S256"},
 		"scopes_supported":                               s.cfg.ScopesSupported,

@@ -67,6 +67,8 @@ type tokenResponse struct {
 	ExpiresIn    int64  `json:"expires_in"`
 	Scope        string `json:"scope,omitempty"`
 	RefreshToken string `json:"refresh_token,omitempty"`
+	// IssuedTokenType is the token exchange's (RFC 8693 §2.2.1).
+	IssuedTokenType string `json:"issued_token_type,omitempty"`
 }
 
 // issueLocked issues an access token for g with scope, and a refresh token

@@ -40,6 +40,10 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		resp, oerr = s.refreshGrant(c, form)
 	case "client_credentials":
 		resp, oerr = s.clientCredentials(c, form)
+	case grantTokenExchange:
+		resp, oerr = s.tokenExchange(c, form)
+	case grantJWTBearer:
+		resp, oerr = s.jwtBearer(c, form)
 	case "":
 		oerr = badRequest("invalid_request", "grant_type is required")
 	default:
