@@ -33,6 +33,9 @@ type versionState struct {
 // requests declare too (policy.VersionRefused). mcp-go would instead take
 // the refused server/discover for a session-era server and send
 // initialize, and fail a call with the refusal.
+//
+// It also keeps the schemas of a tools/list answer as the server sent them
+// for the listing that asked (schemas.go).
 func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	if req.Method == string(mcp.MethodInitialize) {
 		if refusal := t.versions.refusal.Load(); refusal != nil {
@@ -61,6 +64,9 @@ func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCReques
 			req = declareVersion(req, v)
 		}
 		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
+	}
+	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
+		keepSchemas(ctx, resp.Result)
 	}
 	return resp, err
 }
