@@ -37,6 +37,7 @@ type discoverRecorder struct {
 	broken    atomic.Pointer[error]           // why the connection broke under server/discover
 	opened    atomic.Pointer[string]          // the session id initialize's answer carried
 	versions  versionState                    // what the server said of protocol versions (version.go)
+	tools     toolSource                      // the client's tool cache, for Mcp-Param-* headers (paramheaders.go); nil: none
 }
 
 func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {

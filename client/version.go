@@ -26,16 +26,17 @@ type versionState struct {
 	refusal atomic.Pointer[mcp.JSONRPCErrorDetails]
 }
 
-// send sends a request of the session, as the StreamableHTTP transport
-// does, but for the protocol version: a server of the stateless era that
-// refuses the version the request declared (-32022) did not run it, and it
-// is sent again once with the newest version both sides speak, which later
-// requests declare too (policy.VersionRefused). mcp-go would instead take
-// the refused server/discover for a session-era server and send
-// initialize, and fail a call with the refusal.
+// send sends a request of the session as the StreamableHTTP transport
+// does, with what mcp-go does not do of the 2026-07-28 revision:
 //
-// It also keeps the schemas of a tools/list answer as the server sent them
-// for the listing that asked (schemas.go).
+//   - a refusal of the version the request declared (-32022) is answered
+//     here (resendAtVersion); mcp-go would take a refused server/discover
+//     for a session-era server and send initialize, and fail a call;
+//   - a tool's x-mcp-header arguments are mirrored in Mcp-Param-* headers
+//     where mcp-go did not, and a call refused for them is answered
+//     (paramheaders.go);
+//   - the schemas of a tools/list answer are kept as the server sent them
+//     for the listing that asked (schemas.go).
 func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	if req.Method == string(mcp.MethodInitialize) {
 		if refusal := t.versions.refusal.Load(); refusal != nil {
@@ -45,30 +46,48 @@ func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCReques
 	if v := t.versions.declared.Load(); v != nil {
 		req = declareVersion(req, *v)
 	}
+	call := req.Method == string(mcp.MethodToolsCall)
+	if call {
+		req, _ = t.withParamHeaders(req, false)
+	}
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	req, resp, err = t.resendAtVersion(ctx, req, resp, err)
+	if call {
+		resp, err = t.resendWithParamHeaders(ctx, req, resp, err)
+	}
+	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
+		keepSchemas(ctx, resp.Result)
+	}
+	return resp, err
+}
+
+// resendAtVersion answers a refusal of the protocol version req declared,
+// as policy.VersionRefused decides: the request did not run, and it is sent
+// again once with the newest version both sides speak, which later
+// requests declare too. A refusal that stands by a server of the stateless
+// era is kept, for the initialize mcp-go would send next. It returns the
+// request as last sent and its answer.
+func (t *discoverRecorder) resendAtVersion(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) (transport.JSONRPCRequest, *transport.JSONRPCResponse, error) {
 	for resent := false; ; resent = true {
 		supported, refused := versionRefusal(resp, err)
 		if !refused {
-			break
+			return req, resp, err
 		}
-		v, ok := policy.VersionRefused(declaredVersion(req.Params), supported, mcp.ValidProtocolVersions, resent)
+		sent := declaredVersion(req.Params)
+		v, ok := policy.VersionRefused(sent, supported, mcp.ValidProtocolVersions, resent)
 		if !ok {
 			if policy.StatelessEraRefusal(supported) {
 				t.versions.refusal.Store(resp.Error)
 			}
-			break
+			return req, resp, err
 		}
-		if v != declaredVersion(req.Params) {
+		if v != sent {
 			t.versions.declared.Store(&v)
 			t.StreamableHTTP.SetProtocolVersion(v)
 			req = declareVersion(req, v)
 		}
 		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
 	}
-	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
-		keepSchemas(ctx, resp.Result)
-	}
-	return resp, err
 }
 
 // versionRefusal reports whether the answer is a refusal of the request's

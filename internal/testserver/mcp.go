@@ -40,6 +40,7 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 	m.AddTool(profileTool())
 	if cfg.SchemaTools {
 		addSchemaTool(s, m)
+		addHeaderTool(s, m)
 	}
 	m.AddTool(mcp.NewTool("ask", append(hints(false, false),
 		mcp.WithDescription("Asks the client's model (a server-initiated sampling request) and returns its answer."),

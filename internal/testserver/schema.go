@@ -36,3 +36,17 @@ func addSchemaTool(s *Server, m *server.MCPServer) {
 		return mcp.NewToolResultStructured(map[string]any{"area": 0}, `{"area":0}`), nil
 	})
 }
+
+// addHeaderTool registers route, whose region argument travels in the
+// Mcp-Param-Region header too (x-mcp-header, SEP-2243): on 2026-07-28
+// mcp-go refuses a call whose headers do not match its arguments. It is
+// neither read-only nor idempotent, and answers the region it was given.
+func addHeaderTool(s *Server, m *server.MCPServer) {
+	schema := `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"note":{"type":"string"}},"required":["region"]}`
+	tool := mcp.NewToolWithRawSchema("route", "Answers the region it was routed by.", json.RawMessage(schema))
+	tool.Annotations = mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false), IdempotentHint: mcp.ToBoolPtr(false)}
+	m.AddTool(tool, func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.counters.add(&s.counters.tools, "route")
+		return mcp.NewToolResultText(req.GetString("region", "")), nil
+	})
+}

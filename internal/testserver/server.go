@@ -125,7 +125,8 @@ type Config struct {
 	ServerWideTasks bool
 	// SchemaTools registers the tool shape, whose schemas use keywords of
 	// JSON Schema 2020-12 that mcp-go's typed schema drops
-	// (ShapeInputSchema, ShapeOutputSchema).
+	// (ShapeInputSchema, ShapeOutputSchema), and the tool route, whose
+	// region argument is mirrored in the Mcp-Param-Region header.
 	SchemaTools bool
 }
 

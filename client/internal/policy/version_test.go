@@ -39,3 +39,17 @@ func TestVersionRefused(t *testing.T) {
 		t.Error("StatelessEraRefusal: a server listing a 2026-07-28-era version speaks that era, and only such a server")
 	}
 }
+
+func TestParamHeadersRefused(t *testing.T) {
+	if !ParamHeadersRefused(mcp.HEADER_MISMATCH, false) {
+		t.Error("a tools/call refused for its headers is not sent again")
+	}
+	if ParamHeadersRefused(mcp.HEADER_MISMATCH, true) {
+		t.Error("a tools/call refused for its headers is sent again more than once")
+	}
+	for _, code := range []int{mcp.INVALID_PARAMS, mcp.INTERNAL_ERROR, mcp.UNSUPPORTED_PROTOCOL_VERSION} {
+		if ParamHeadersRefused(code, false) {
+			t.Errorf("error %d taken for a refusal for the headers", code)
+		}
+	}
+}
