@@ -25,8 +25,9 @@ import (
 //     mcp-go take the server for a session-era one and send initialize: a
 //     client remembers the era it found, so a guess would last.
 //
-// Every other method, and every interface mcp-go looks for, is the
-// StreamableHTTP transport's own.
+// Every request goes out through send (version.go), which answers a
+// refused protocol version. Every other method, and every interface mcp-go
+// looks for, is the StreamableHTTP transport's own.
 //
 // A discoverRecorder is safe for concurrent use.
 type discoverRecorder struct {
@@ -35,17 +36,19 @@ type discoverRecorder struct {
 	result    atomic.Pointer[json.RawMessage] // the last successful server/discover's result
 	broken    atomic.Pointer[error]           // why the connection broke under server/discover
 	opened    atomic.Pointer[string]          // the session id initialize's answer carried
+	versions  versionState                    // what the server said of protocol versions (version.go)
+	tools     toolSource                      // the client's tool cache, for Mcp-Param-* headers (paramheaders.go); nil: none
 }
 
 func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	if !t.recording.Load() {
-		return t.StreamableHTTP.SendRequest(ctx, req)
+		return t.send(ctx, req)
 	}
 	discover := req.Method == string(mcp.MethodServerDiscover)
 	if broken := t.broken.Load(); broken != nil && !discover {
 		return nil, *broken
 	}
-	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	resp, err := t.send(ctx, req)
 	switch {
 	case req.Method == string(mcp.MethodInitialize) && err == nil && resp != nil && resp.Error == nil:
 		id := t.StreamableHTTP.GetSessionId()

@@ -30,7 +30,7 @@ func (c *ResilientClient) IterTools(ctx context.Context, req mcp.ListToolsReques
 		func(ctx context.Context, mc *mcpclient.Client, cursor mcp.Cursor) ([]mcp.Tool, mcp.Cursor, error) {
 			r := req
 			r.Params.Cursor = cursor
-			res, err := mc.ListToolsByPage(ctx, r)
+			res, err := listToolsByPage(ctx, mc, r)
 			if err != nil {
 				return nil, "", err
 			}

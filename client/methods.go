@@ -163,7 +163,7 @@ func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptReques
 // replay decision; listing is never needed for it.
 func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
-		return mc.ListToolsByPage(ctx, req)
+		return listToolsByPage(ctx, mc, req)
 	})
 	if err == nil {
 		c.rememberTools(res.Tools, false)
@@ -174,9 +174,16 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 // ListTools lists every tool. Their annotations inform the replay decision;
 // listing is never needed for it: the client lists tools itself when a
 // decision needs a tool it has not seen.
+//
+// A tool's schemas are the server's, every keyword kept: where mcp-go's
+// typed InputSchema (OutputSchema) would lose one ($schema, allOf,
+// if/then/else, $anchor...), RawInputSchema (RawOutputSchema) holds the
+// server's bytes and the typed schema is empty, as mcp-go has it for a tool
+// with a raw schema; read the raw one first. So for every listing method,
+// and for the tools WithRetryToolCall is given.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
-		return mc.ListTools(ctx, req)
+		return listTools(ctx, mc, req)
 	})
 	if err == nil {
 		c.rememberTools(res.Tools, req.Params.Cursor == "")

@@ -299,7 +299,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	if err != nil {
 		return nil, nil, backoff.Permanent(err)
 	}
-	tr := &discoverRecorder{StreamableHTTP: streamable}
+	tr := &discoverRecorder{StreamableHTTP: streamable, tools: c}
 	tr.recording.Store(true)
 	opts := c.opts.clientOptions
 	if extra != nil {

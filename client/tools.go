@@ -127,7 +127,7 @@ func (c *ResilientClient) fetchTools() (any, error) {
 	var res *mcp.ListToolsResult
 	err := c.run(ctx, string(mcp.MethodToolsList), "", func(ctx context.Context, s *session) error {
 		var err error
-		res, err = s.mc.ListTools(ctx, mcp.ListToolsRequest{})
+		res, err = listTools(ctx, s.mc, mcp.ListToolsRequest{})
 		return err
 	})
 	if err == nil {
@@ -151,7 +151,7 @@ func (c *ResilientClient) refreshTools(ctx context.Context, s *session) {
 	if !listed {
 		return
 	}
-	res, err := s.mc.ListTools(ctx, mcp.ListToolsRequest{})
+	res, err := listTools(ctx, s.mc, mcp.ListToolsRequest{})
 	if err != nil {
 		// Replaying on annotations that may be stale is the one thing not
 		// to do: the next decision lists them again.

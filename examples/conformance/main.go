@@ -11,7 +11,11 @@
 // behaviour a scenario checks is the library's.
 //
 // Without OAuth, the client does what any agent would: it initializes, lists the
-// tools, and calls each one with arguments made up from its input schema.
+// tools, and calls each one with arguments made up from its input schema,
+// or makes the tool calls the suite's context names (MCP_CONFORMANCE_CONTEXT's
+// toolCalls), with their arguments as given. A tool that takes a schema
+// object is handed the input schema the client saw of the other tool it
+// lists, verbatim, so that the server sees what the client kept of it.
 // It accepts every elicitation without filling in anything, so the form's
 // defaults are what the server gets (SEP-1034: the library fills them in),
 // and answers sampling with a fixed text. It exits non-zero only if it
@@ -21,6 +25,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,10 +86,19 @@ func run(url string) error {
 		}
 		tools = append(tools, tool)
 	}
-	for _, tool := range tools {
+	calls, err := contextCalls()
+	if err != nil {
+		return err
+	}
+	if calls == nil {
+		for _, tool := range tools {
+			calls = append(calls, toolCall{Name: tool.Name, Arguments: arguments(tool, tools)})
+		}
+	}
+	for _, call := range calls {
 		req := mcp.CallToolRequest{}
-		req.Params.Name = tool.Name
-		req.Params.Arguments = arguments(tool.InputSchema)
+		req.Params.Name = call.Name
+		req.Params.Arguments = call.Arguments
 		out, err := c.CallTool(ctx, req)
 		var text string
 		if err == nil && len(out.Content) > 0 {
@@ -94,11 +108,11 @@ func run(url string) error {
 		}
 		switch {
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "tools/call %s: %v\n", tool.Name, err)
+			fmt.Fprintf(os.Stderr, "tools/call %s: %v\n", call.Name, err)
 		case out.IsError:
-			fmt.Fprintf(os.Stderr, "tools/call %s: the tool failed: %s\n", tool.Name, text)
+			fmt.Fprintf(os.Stderr, "tools/call %s: the tool failed: %s\n", call.Name, text)
 		default:
-			fmt.Fprintf(os.Stderr, "tools/call %s: %s\n", tool.Name, text)
+			fmt.Fprintf(os.Stderr, "tools/call %s: %s\n", call.Name, text)
 		}
 		if errors.Is(err, client.ErrClosed) {
 			return err
@@ -107,16 +121,56 @@ func run(url string) error {
 	return nil
 }
 
+type toolCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// contextCalls are the tool calls the suite's context names, nil if none.
+// Numbers are kept as written.
+func contextCalls() ([]toolCall, error) {
+	raw := os.Getenv("MCP_CONFORMANCE_CONTEXT")
+	if raw == "" {
+		return nil, nil
+	}
+	var ctx struct {
+		ToolCalls []toolCall `json:"toolCalls"`
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&ctx); err != nil {
+		return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+	}
+	return ctx.ToolCalls, nil
+}
+
+// inputSchema is a tool's input schema as the client gave it, typed or
+// raw: as the tool marshals.
+func inputSchema(tool mcp.Tool) map[string]any {
+	raw, err := json.Marshal(tool)
+	if err != nil {
+		return nil
+	}
+	var t struct {
+		InputSchema map[string]any `json:"inputSchema"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	return t.InputSchema
+}
+
 // arguments makes up a value for each property of a tool's input schema.
-func arguments(schema mcp.ToolInputSchema) map[string]any {
+// A schema object is the input schema of the first other tool listed.
+func arguments(tool mcp.Tool, tools []mcp.Tool) map[string]any {
+	schema := inputSchema(tool)
+	props, _ := schema["properties"].(map[string]any)
 	args := map[string]any{}
-	names := make([]string, 0, len(schema.Properties))
-	for name := range schema.Properties {
+	names := make([]string, 0, len(props))
+	for name := range props {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for i, name := range names {
-		prop, _ := schema.Properties[name].(map[string]any)
+		prop, _ := props[name].(map[string]any)
 		if def, ok := prop["default"]; ok {
 			args[name] = def
 			continue
@@ -130,6 +184,15 @@ func arguments(schema mcp.ToolInputSchema) map[string]any {
 			args[name] = []any{}
 		case "object":
 			args[name] = map[string]any{}
+			if name != "schema" {
+				continue
+			}
+			for _, other := range tools {
+				if other.Name != tool.Name {
+					args[name] = inputSchema(other)
+					break
+				}
+			}
 		default:
 			if enum, ok := prop["enum"].([]any); ok && len(enum) > 0 {
 				args[name] = enum[0]

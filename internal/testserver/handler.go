@@ -254,6 +254,8 @@ type fault struct {
 	answer  bool
 	body    string
 	rpcCode int
+	// supported: RefuseVersion's, the versions its -32022 lists.
+	supported []string
 }
 
 // FailPOSTsAnswer is FailPOSTs with the answer given: status with body as
@@ -292,7 +294,29 @@ func writeAnswer(w http.ResponseWriter, f fault, id json.RawMessage) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if f.supported != nil {
+		data, _ := json.Marshal(map[string][]string{"supported": f.supported})
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":`+strconv.Itoa(f.rpcCode)+`,"message":"Unsupported protocol version","data":`+string(data)+`}}`)
+		return
+	}
 	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":`+strconv.Itoa(f.rpcCode)+`,"message":"injected: the server process exited"}}`)
+}
+
+// RefuseVersion makes the next n POSTs be refused as a server of the
+// 2026-07-28 revision refuses a protocol version it does not take
+// (SEP-2575): HTTP 400 with the JSON-RPC error -32022 and data.supported
+// listing supported. The request does not reach mcp-go. If methods is
+// non-empty only POSTs whose JSON-RPC method is one of them are refused
+// (and counted against n).
+func (s *Server) RefuseVersion(n int, supported []string, methods ...string) {
+	s.faults.set(fault{
+		remaining: n,
+		status:    http.StatusBadRequest,
+		methods:   slices.Clone(methods),
+		answer:    true,
+		rpcCode:   -32022,
+		supported: slices.Clone(supported),
+	})
 }
 
 type faults struct {

@@ -38,6 +38,10 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 		addTaskTools(s, m)
 	}
 	m.AddTool(profileTool())
+	if cfg.SchemaTools {
+		addSchemaTool(s, m)
+		addHeaderTool(s, m)
+	}
 	m.AddTool(mcp.NewTool("ask", append(hints(false, false),
 		mcp.WithDescription("Asks the client's model (a server-initiated sampling request) and returns its answer."),
 		mcp.WithString("prompt", mcp.Required()))...),

@@ -123,6 +123,11 @@ type Config struct {
 	// in the Server's own store, which outlives sessions and restarts,
 	// rather than in mcp-go's (one generation, bound to the session).
 	ServerWideTasks bool
+	// SchemaTools registers the tool shape, whose schemas use keywords of
+	// JSON Schema 2020-12 that mcp-go's typed schema drops
+	// (ShapeInputSchema, ShapeOutputSchema), and the tool route, whose
+	// region argument is mirrored in the Mcp-Param-Region header.
+	SchemaTools bool
 }
 
 // errClosed is returned by Start after Close.

@@ -12,6 +12,10 @@
 //     whether an error is the server's own answer (AnsweredByServer);
 //   - whether a listing whose session was replaced under it starts over or
 //     gives up: AfterListingRestart;
+//   - what follows a refusal of the protocol version a request declared
+//     (-32022): VersionRefused, StatelessEraRefusal;
+//   - what follows a tools/call refused for its headers (-32020):
+//     ParamHeadersRefused;
 //   - what a session's probe says of it (Probe, RetryProbe, ProbeLoss), and
 //     what the reconnect loop does with a session it kept while the server
 //     was away (AfterRecheck); why a session goes and how (Loss);
