@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// Challenge is what a server's WWW-Authenticate Bearer challenge says
-// (RFC 6750 §3, RFC 9728 §5.1): where its protected resource metadata is,
-// which scope it wants, and why it refused.
+// Challenge is what a server's WWW-Authenticate Bearer challenge (or, from
+// a server that takes DPoP-bound tokens only, its DPoP challenge) says
+// (RFC 6750 §3, RFC 9728 §5.1, RFC 9449 §7.1): where its protected
+// resource metadata is, which scope it wants, and why it refused.
 type Challenge struct {
 	ResourceMetadata string   // RFC 9728 resource_metadata URL, "" if none
 	Scopes           []string // the scope parameter, split on spaces
@@ -15,32 +16,39 @@ type Challenge struct {
 }
 
 // ParseChallenge reads the Bearer challenge of h's WWW-Authenticate
-// headers; a header without one gives the zero Challenge.
+// headers, else their DPoP challenge; headers without either give the
+// zero Challenge.
 func ParseChallenge(h http.Header) Challenge {
 	var ch Challenge
-	for _, v := range h.Values("WWW-Authenticate") {
-		params, ok := bearerParams(v)
-		if !ok {
-			continue
+	for _, scheme := range []string{"bearer", "dpop"} {
+		for _, v := range h.Values("WWW-Authenticate") {
+			params, ok := schemeParams(v, scheme)
+			if !ok {
+				continue
+			}
+			ch.ResourceMetadata = params["resource_metadata"]
+			ch.Scopes = strings.Fields(params["scope"])
+			ch.Error = params["error"]
+			return ch
 		}
-		ch.ResourceMetadata = params["resource_metadata"]
-		ch.Scopes = strings.Fields(params["scope"])
-		ch.Error = params["error"]
-		return ch
 	}
 	return ch
 }
 
-// bearerParams parses `Bearer k="v", k2=v2` into its parameters. It
-// tolerates what servers send in practice: other schemes before Bearer in
-// one header, unquoted values, and escaped quotes.
-func bearerParams(v string) (map[string]string, bool) {
-	i := indexFold(v, "bearer")
-	if i < 0 || (i > 0 && v[i-1] != ' ' && v[i-1] != ',') {
-		return nil, false
+// schemeParams parses `Scheme k="v", k2=v2` into its parameters; scheme
+// is lower-case. It tolerates what servers send in practice: other
+// schemes before it in one header, unquoted values, and escaped quotes.
+func schemeParams(v, scheme string) (map[string]string, bool) {
+	rest, found := "", false
+	for i := 0; i+len(scheme) <= len(v) && !found; i++ {
+		end := i + len(scheme)
+		// The scheme's name as a token of its own, not within a value
+		// (a URL may hold "bearer" or "dpop").
+		if strings.EqualFold(v[i:end], scheme) && (i == 0 || v[i-1] == ' ' || v[i-1] == ',') && (end == len(v) || v[end] == ' ' || v[end] == ',') {
+			rest, found = v[end:], true
+		}
 	}
-	rest := v[i+len("bearer"):]
-	if rest != "" && rest[0] != ' ' && rest[0] != ',' {
+	if !found {
 		return nil, false
 	}
 	params := map[string]string{}
@@ -77,8 +85,4 @@ func bearerParams(v string) (map[string]string, bool) {
 			params[key] = val
 		}
 	}
-}
-
-func indexFold(s, sub string) int {
-	return strings.Index(strings.ToLower(s), sub)
 }

@@ -27,6 +27,10 @@ type serverMetadata struct {
 	// AuthorizationResponseIssParameterSupported: the authorization
 	// response always carries iss (RFC 9207 §3).
 	AuthorizationResponseIssParameterSupported bool `json:"authorization_response_iss_parameter_supported,omitempty"`
+
+	// DPoPSigningAlgValuesSupported: the server takes DPoP proofs signed
+	// with these (RFC 9449 §5.1).
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
 }
 
 // protectedResource is RFC 9728 metadata; mcp-go's type lacks

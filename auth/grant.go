@@ -231,7 +231,7 @@ func (o *OAuth) endpointConfig(d *discovery, id *identity, scopes []string) *oau
 // authorization server's, with every token request completed by
 // completeTokenRequest.
 func (o *OAuth) tokenContext(ctx context.Context, d *discovery, id *identity) (context.Context, error) {
-	rt := &tokenRequests{base: o.env.HTTPClient.Transport, endpoint: d.as.TokenEndpoint, resource: d.resource}
+	rt := &tokenRequests{base: o.env.HTTPClient.Transport, endpoint: d.as.TokenEndpoint, resource: d.resource, proofs: o.tokenProofs(ctx)}
 	if id.method == "private_key_jwt" {
 		if o.cfg.PrivateKey == nil {
 			return nil, &Error{Reason: ReasonInvalidClient, Err: errors.New("private_key_jwt without a PrivateKey")}
@@ -254,12 +254,14 @@ func (o *OAuth) tokenContext(ctx context.Context, d *discovery, id *identity) (c
 
 // tokenRequests adds to each token request what x/oauth2 cannot: the
 // resource indicator on a refresh (RFC 8707; x/oauth2's refresh takes no
-// parameters) and the private_key_jwt assertion (RFC 7523).
+// parameters), the private_key_jwt assertion (RFC 7523) and the DPoP
+// proof (RFC 9449).
 type tokenRequests struct {
 	base      http.RoundTripper
 	endpoint  string
 	resource  string
 	assertion func() (string, error)
+	proofs    *tokenProofs // nil without DPoP
 }
 
 func (t *tokenRequests) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -278,19 +280,22 @@ func (t *tokenRequests) RoundTrip(req *http.Request) (*http.Response, error) {
 	if form.Get("resource") == "" && t.resource != "" {
 		form.Set("resource", t.resource)
 	}
-	if t.assertion != nil {
-		a, err := t.assertion()
-		if err != nil {
-			return nil, err
+	// Built again for a resend: an assertion is used once.
+	return t.sendWithProof(func() (*http.Request, error) {
+		if t.assertion != nil {
+			a, err := t.assertion()
+			if err != nil {
+				return nil, err
+			}
+			form.Set("client_assertion_type", assertionType)
+			form.Set("client_assertion", a)
 		}
-		form.Set("client_assertion_type", assertionType)
-		form.Set("client_assertion", a)
-	}
-	body := form.Encode()
-	r := req.Clone(req.Context())
-	r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
-	return t.base.RoundTrip(r)
+		body := form.Encode()
+		r := req.Clone(req.Context())
+		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+		return r, nil
+	})
 }
 
 // tokenError sorts a failed token request: unreachable or 5xx/429 is

@@ -75,6 +75,21 @@ type Config struct {
 	// Workload is workload identity federation: the platform's JWT for
 	// the workload presented with the JWT bearer grant. nil: not used.
 	Workload *WorkloadIdentity
+
+	// DPoP is when tokens are bound to a key (RFC 9449): "" (DPoPAuto)
+	// when the authorization server advertises it, DPoPAlways, or
+	// DPoPNever. With DPoP every token request, of every grant, and
+	// every request to the MCP server carries a fresh proof, and a
+	// DPoP-bound token goes as "Authorization: DPoP". A server's
+	// use_dpop_nonce answer is met by sending the request again at once
+	// with its nonce (the request did not run).
+	DPoP DPoPMode
+	// DPoPKey is the key to bind tokens to: ECDSA P-256/384/521 (ES256/
+	// 384/512), Ed25519 (EdDSA) or RSA (RS256), such as an HSM's. nil: a
+	// P-256 key per grant, generated when DPoP is first used and kept
+	// with the grant in the Store (a private key, as sensitive as the
+	// refresh token). Setting it uses DPoP unless DPoP is DPoPNever.
+	DPoPKey crypto.Signer
 }
 
 // ErrStoreAndTokenStore is Config with both Store and TokenStore set.
@@ -85,7 +100,10 @@ func (c *Config) Validate() error {
 	if c.Store != nil && c.TokenStore != nil {
 		return ErrStoreAndTokenStore
 	}
-	return c.validateAssertionGrants()
+	if err := c.validateAssertionGrants(); err != nil {
+		return err
+	}
+	return c.validateDPoP()
 }
 
 // Env is what the client around an OAuth gives it.
@@ -158,6 +176,7 @@ type OAuth struct {
 
 	jags idJAGs        // Enterprise's identity provider endpoint and last ID-JAG; its own lock, a leaf
 	read assertionFile // the Workload's assertion file as last read; its own lock, a leaf
+	dpop dpopState     // DPoP keys and nonces; its own lock, a leaf
 }
 
 // renewalKey is the one flight: one token request or authorization at a

@@ -134,7 +134,7 @@ func (o *OAuth) obtain(ctx context.Context, r *renewal) (*obtained, error) {
 	stored, err := o.cfg.Store.Update(ctx, k, func(ctx context.Context, cur Grant) (*Grant, error) {
 		var next *Grant
 		var err error
-		got, next, err = o.renew(ctx, d, k, r, cur)
+		got, next, err = o.renewWithProof(ctx, d, k, r, cur)
 		if got != nil {
 			got.ver = cur.Version
 		}

@@ -60,6 +60,10 @@ type Grant struct {
 	Version      int64         `json:"version"`
 	Registration *Registration `json:"registration,omitempty"`
 	Token        *Token        `json:"token,omitempty"` // nil: none, or cleared after invalid_grant
+	// DPoP is the private key the grant's tokens are bound to (RFC 9449),
+	// nil without DPoP or with Config.DPoPKey. As sensitive as the
+	// refresh token: see DPoPKey.
+	DPoP *DPoPKey `json:"dpop_key,omitempty"`
 }
 
 // clone is g with nothing shared: a store hands out copies.
@@ -72,6 +76,10 @@ func (g Grant) clone() Grant {
 		t := *g.Token
 		t.Scopes = slices.Clone(t.Scopes)
 		g.Token = &t
+	}
+	if g.DPoP != nil {
+		k := *g.DPoP
+		g.DPoP = &k
 	}
 	return g
 }

@@ -25,8 +25,8 @@ func newTokenStore(ts transport.TokenStore) *tokenStore {
 	return &tokenStore{ts: ts, mem: newMemoryStore()}
 }
 
-// Load reads the registration from memory and the token from the
-// TokenStore.
+// Load reads the registration (and the DPoP key) from memory and the
+// token from the TokenStore.
 func (s *tokenStore) Load(ctx context.Context, key Key) (Grant, error) {
 	g, _ := s.mem.Load(ctx, key)
 	t, err := s.ts.GetToken(ctx)
@@ -60,6 +60,6 @@ func (s *tokenStore) Update(ctx context.Context, key Key, fn UpdateFunc) (Grant,
 		if err := s.ts.SaveToken(ctx, t); err != nil {
 			return nil, errors.Join(ferr, fmt.Errorf("%w: saving the token: %w", ErrStoreUnavailable, err))
 		}
-		return &Grant{Registration: next.Registration}, ferr
+		return &Grant{Registration: next.Registration, DPoP: next.DPoP}, ferr
 	})
 }

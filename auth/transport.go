@@ -30,7 +30,11 @@ type Authorizer interface {
 // maxAuthorizations+1.
 const maxAuthorizations = 3
 
-// Transport adds the Authorizer's token to every request for Origin.
+// Transport adds the Authorizer's token to every request for Origin: as
+// a bearer token, or, for an OAuth token bound to a key (DPoP, RFC 9449),
+// with the DPoP scheme and a proof made for that one send. A server's
+// DPoP nonce challenge (401 use_dpop_nonce) gets the request sent again at
+// once with the nonce; the nonce it sends on any answer is used next.
 // When the server answers 401, it asks for another token (once for every
 // request refused with the same token) and sends the request again: a 401
 // means it did not run, so this is safe for any request. A 403
@@ -69,15 +73,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rejectedAfterRenewal := false
 	var refusedAt time.Time // the first 401 of this request
 	for sent := 1; ; sent++ {
-		send := withToken(req, token)
-		if sent > 1 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			send.Body = body
-		}
-		resp, err := t.Base.RoundTrip(send)
+		var resp *http.Response
+		resp, req, err = t.send(req, token, sent > 1, resendable)
 		if err != nil {
 			return resp, err
 		}
@@ -123,6 +120,44 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, &Error{Reason: ReasonTokenRejected, Err: fmt.Errorf("%d tokens refused", sent)}
 		}
 		token = next
+		if t.Resend != nil {
+			req = req.WithContext(t.Resend(req.Context(), resp.StatusCode))
+		}
+	}
+}
+
+// send sends req with token (its body again if it was sent before), and
+// again at once, with a fresh proof and the new nonce, when the server
+// answers with a DPoP nonce challenge: the request did not run. After
+// maxNonceResends it is an ErrUnavailable. It returns the request as last
+// sent: a resend's context is the Resend hook's.
+func (t *Transport) send(req *http.Request, token string, again, resendable bool) (*http.Response, *http.Request, error) {
+	nonce := ""
+	for nonces := 0; ; nonces++ {
+		send, err := t.authorized(req, token, nonce)
+		if err != nil {
+			closeBody(req)
+			return nil, req, err
+		}
+		if again && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, req, err
+			}
+			send.Body = body
+		}
+		resp, err := t.Base.RoundTrip(send)
+		if err != nil || !t.nonceChallenged(send, resp) || !resendable {
+			return resp, req, err
+		}
+		resp.Body.Close()
+		if nonces >= maxNonceResends {
+			// Not a refusal of the token: the policy sends the request
+			// again, paced, like any other that did not run.
+			return nil, req, fmt.Errorf("%w: the server asked for a new DPoP nonce %d times in a row", ErrUnavailable, nonces+1)
+		}
+		nonce = resp.Header.Get("DPoP-Nonce") // this answer's: another, older, may have been kept after it
+		again = true
 		if t.Resend != nil {
 			req = req.WithContext(t.Resend(req.Context(), resp.StatusCode))
 		}

@@ -174,7 +174,7 @@ func (s *Store) Update(ctx context.Context, key auth.Key, fn auth.UpdateFunc) (a
 	defer func() { close(stop); <-renewed }()
 
 	write := func(ctx context.Context, _ auth.Key, g auth.Grant) error {
-		data, err := json.Marshal(auth.Grant{Registration: g.Registration, Token: g.Token})
+		data, err := json.Marshal(auth.Grant{Registration: g.Registration, Token: g.Token, DPoP: g.DPoP})
 		if err != nil {
 			return err
 		}

@@ -106,8 +106,8 @@ func (s *Server) tokenExchange(c *client, form url.Values) (tokenResponse, *oaut
 // authenticated client and carries the resource (and may bound the
 // scope); a workload assertion takes the resource parameter. As the
 // ID-JAG draft advises, no refresh token: the client presents the grant
-// again.
-func (s *Server) jwtBearer(c *client, form url.Values) (tokenResponse, *oauthError) {
+// again. The token is bound to the DPoP key jkt, if not "".
+func (s *Server) jwtBearer(c *client, form url.Values, jkt string) (tokenResponse, *oauthError) {
 	a := form.Get("assertion")
 	if a == "" {
 		return tokenResponse{}, badRequest("invalid_request", "assertion is required")
@@ -161,7 +161,7 @@ func (s *Server) jwtBearer(c *client, form url.Values) (tokenResponse, *oauthErr
 	s.jtis[p.str("jti")] = true
 	s.subjects = append(s.subjects, p.str("sub"))
 	s.stats.jwtBearerGrants.Add(1)
-	return s.issueLocked(&grant{clientID: c.id, resource: resource, scope: scope}, scope, false), nil
+	return s.issueLocked(&grant{clientID: c.id, resource: resource, scope: scope}, scope, false, jkt), nil
 }
 
 // addressedTo reports whether an aud claim (a string or an array) names

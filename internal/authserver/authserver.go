@@ -70,6 +70,20 @@ type Config struct {
 	// authorization servers do with ID-JAGs. By default one may be
 	// presented again until it expires.
 	SingleUseAssertions bool
+	// DPoP, if true, has the server take DPoP proofs (RFC 9449): it
+	// advertises dpop_signing_alg_values_supported; a token request with
+	// a proof gets a token bound to the proof's key (token_type DPoP; a
+	// public client's refresh token is bound too, and refreshed only with
+	// a proof by that key); and Protect takes a bound token only with the
+	// DPoP scheme and a valid proof for that request (htm, htu, iat, a jti
+	// never seen, ath, the key). Without it, a DPoP header is ignored.
+	DPoP bool
+	// DPoPNonce, with DPoP, has the token endpoint and Protect each want a
+	// nonce of theirs in every proof (RFC 9449 §8, §9): a proof without the
+	// current or the previous one is answered use_dpop_nonce with the
+	// current one, which every answer to a proof carries too. See
+	// RotateDPoPNonces.
+	DPoPNonce bool
 }
 
 // Stats is a snapshot of what the server did; every counter only grows.
@@ -83,9 +97,15 @@ type Stats struct {
 	Registrations          int64 // dynamic client registrations
 	TokenRequests          int64 // POSTs to the token endpoint, whatever the answer
 	TokenRequestsWhileDown int64 // of those, answered 503 because of SetDown
-	Refused401, Refused403 int64 // requests Protect refused
-	TokenExchanges         int64 // ID-JAGs issued by the token exchange (as an identity provider)
-	JWTBearerGrants        int64 // successful JWT bearer grants
+	Refused401, Refused403 int64 // requests Protect refused (a DPoP nonce challenge is not counted)
+
+	DPoPProofs          int64 // DPoP proofs accepted, at the token endpoint and by Protect
+	DPoPNonceChallenges int64 // use_dpop_nonce answers, from the token endpoint and from Protect
+	DPoPReplays         int64 // proofs refused because their jti had been seen before
+	DPoPRefused         int64 // proofs refused for any other reason (a replay included), and bound tokens sent without one
+	DPoPBoundTokens     int64 // access tokens issued bound to a key
+	TokenExchanges      int64 // ID-JAGs issued by the token exchange (as an identity provider)
+	JWTBearerGrants     int64 // successful JWT bearer grants
 }
 
 // Server is a running authorization server. It is safe for concurrent use;
@@ -113,6 +133,10 @@ type Server struct {
 	// epoch is bumped by InvalidateAccessTokens: an access token is only
 	// valid in the epoch it was issued in.
 	epoch int64
+	// DPoP: the token endpoint's and Protect's nonces, and the jti of
+	// every proof seen within twice proofWindow.
+	asNonce, rsNonce nonces
+	dpopJTIs         map[string]time.Time
 
 	stats struct {
 		tokensIssued, refreshes, reuseDetected, authorizations atomic.Int64
@@ -120,6 +144,8 @@ type Server struct {
 		tokenRequests, tokenRequestsWhileDown                  atomic.Int64
 		refused401, refused403                                 atomic.Int64
 		tokenExchanges, jwtBearerGrants                        atomic.Int64
+		dpopProofs, dpopNonceChallenges, dpopReplays           atomic.Int64
+		dpopRefused, dpopBoundTokens                           atomic.Int64
 	}
 }
 
@@ -161,7 +187,10 @@ func Start(cfg Config) (*Server, error) {
 		refresh:   map[string]*refreshToken{},
 		resources: map[string]bool{},
 		jtis:      map[string]bool{},
+		dpopJTIs:  map[string]time.Time{},
 	}
+	s.asNonce.rotate()
+	s.rsNonce.rotate()
 	if cfg.ClientID != "" {
 		s.clients[cfg.ClientID] = &client{id: cfg.ClientID, secret: cfg.ClientSecret, preRegistered: true}
 	}
@@ -267,6 +296,11 @@ func (s *Server) Stats() Stats {
 		Refused403:             st.refused403.Load(),
 		TokenExchanges:         st.tokenExchanges.Load(),
 		JWTBearerGrants:        st.jwtBearerGrants.Load(),
+		DPoPProofs:             st.dpopProofs.Load(),
+		DPoPNonceChallenges:    st.dpopNonceChallenges.Load(),
+		DPoPReplays:            st.dpopReplays.Load(),
+		DPoPRefused:            st.dpopRefused.Load(),
+		DPoPBoundTokens:        st.dpopBoundTokens.Load(),
 	}
 }
 

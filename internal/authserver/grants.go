@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// exchangeCode is the authorization_code grant.
-func (s *Server) exchangeCode(c *client, form url.Values) (tokenResponse, *oauthError) {
+// exchangeCode is the authorization_code grant. jkt is the thumbprint of
+// the request's DPoP key, "" without DPoP: the tokens are bound to it, and
+// a public client's refresh token too.
+func (s *Server) exchangeCode(c *client, form url.Values, jkt string) (tokenResponse, *oauthError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ac := s.codes[form.Get("code")]
@@ -36,13 +38,17 @@ func (s *Server) exchangeCode(c *client, form url.Values) (tokenResponse, *oauth
 	}
 	ac.used = true
 	ac.grant = &grant{clientID: c.id, resource: ac.resource, scope: ac.scope}
-	return s.issueLocked(ac.grant, ac.scope, true), nil
+	if c.secret == "" {
+		ac.grant.jkt = jkt
+	}
+	return s.issueLocked(ac.grant, ac.scope, true, jkt), nil
 }
 
 // refreshGrant is the refresh_token grant. Refresh tokens rotate: each is
 // good for one refresh, and presenting a used one again revokes its whole
-// grant (OAuth 2.1 §4.3.1).
-func (s *Server) refreshGrant(c *client, form url.Values) (tokenResponse, *oauthError) {
+// grant (OAuth 2.1 §4.3.1). A refresh token bound to a DPoP key is taken
+// only with a proof by that key (RFC 9449 §5).
+func (s *Server) refreshGrant(c *client, form url.Values, jkt string) (tokenResponse, *oauthError) {
 	scope := strings.Fields(form.Get("scope"))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,6 +62,9 @@ func (s *Server) refreshGrant(c *client, form url.Values) (tokenResponse, *oauth
 		return tokenResponse{}, badRequest("invalid_grant", "refresh token reused; the grant is revoked")
 	case rt.grant.revoked:
 		return tokenResponse{}, badRequest("invalid_grant", "the grant is revoked")
+	case rt.grant.jkt != "" && jkt != rt.grant.jkt:
+		s.stats.dpopRefused.Add(1)
+		return tokenResponse{}, badRequest("invalid_dpop_proof", "the refresh token is bound to another DPoP key")
 	case !subset(scope, rt.grant.scope):
 		return tokenResponse{}, badRequest("invalid_scope", "scope exceeds the grant's")
 	case form.Has("resource") && form.Get("resource") != rt.grant.resource:
@@ -66,14 +75,14 @@ func (s *Server) refreshGrant(c *client, form url.Values) (tokenResponse, *oauth
 	}
 	rt.used = true
 	s.stats.refreshes.Add(1)
-	return s.issueLocked(rt.grant, scope, true), nil
+	return s.issueLocked(rt.grant, scope, true, jkt), nil
 }
 
 // clientCredentials is the client_credentials grant, for confidential
 // clients only. Without a resource parameter the token is bound to no
 // resource, so Protect refuses it: MCP clients must send resource (RFC
 // 8707), and real providers without a default audience behave alike.
-func (s *Server) clientCredentials(c *client, form url.Values) (tokenResponse, *oauthError) {
+func (s *Server) clientCredentials(c *client, form url.Values, jkt string) (tokenResponse, *oauthError) {
 	scope := strings.Fields(form.Get("scope"))
 	resource := form.Get("resource")
 	if c.secret == "" {
@@ -90,7 +99,7 @@ func (s *Server) clientCredentials(c *client, form url.Values) (tokenResponse, *
 	s.stats.clientCredentials.Add(1)
 	g := &grant{clientID: c.id, resource: resource, scope: scope}
 	// RFC 6749 §4.4.3: no refresh token; the client can just ask again.
-	return s.issueLocked(g, scope, false), nil
+	return s.issueLocked(g, scope, false, jkt), nil
 }
 
 // pkceMatches checks an RFC 7636 S256 code_verifier against its challenge.

@@ -19,6 +19,9 @@ const prmPrefix = "/.well-known/oauth-protected-resource"
 //   - any other request without a valid "Authorization: Bearer" token
 //     bound to resource gets 401 with a WWW-Authenticate challenge carrying
 //     resource_metadata (and error="invalid_token" if a token was sent);
+//   - a token bound to a DPoP key (Config.DPoP) must come with the DPoP
+//     scheme and a valid proof, else 401 invalid_dpop_proof (or
+//     use_dpop_nonce, with Config.DPoPNonce);
 //   - a valid token lacking a scope of RequireScopes gets 403
 //     insufficient_scope.
 //
@@ -59,7 +62,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveMetadata(w, r)
 		return
 	}
-	token, sent := bearer(r)
+	scheme, token, sent := credentials(r)
 	s := g.s
 	s.mu.Lock()
 	t := s.validLocked(token)
@@ -74,6 +77,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	challenge := `resource_metadata="` + g.metadataURL + `"`
+	if t != nil && t.jkt == "" && !strings.EqualFold(scheme, "Bearer") {
+		t = nil // a token bound to no key goes with the Bearer scheme
+	}
 	switch {
 	case t == nil:
 		if sent {
@@ -81,7 +87,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.stats.refused401.Add(1)
 		w.Header().Set("WWW-Authenticate", "Bearer "+challenge)
+		if s.cfg.DPoP {
+			w.Header().Add("WWW-Authenticate", `DPoP algs="`+strings.Join(dpopAlgs, " ")+`"`)
+		}
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	case t.jkt != "" && !g.resourceProof(w, r, scheme, token, t):
+		// refused, and answered, for its proof
 	case missing:
 		s.stats.refused403.Add(1)
 		w.Header().Set("WWW-Authenticate",
@@ -106,13 +117,13 @@ func (g *guard) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// bearer returns the token of an "Authorization: Bearer" header, and
-// whether one was sent at all; another scheme counts as no token (RFC 6750
-// §3.1: no error code then).
-func bearer(r *http.Request) (token string, sent bool) {
+// credentials returns the scheme and token of an "Authorization: Bearer"
+// or "Authorization: DPoP" header, and whether one was sent at all;
+// another scheme counts as no token (RFC 6750 §3.1: no error code then).
+func credentials(r *http.Request) (scheme, token string, sent bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+	if !ok || !(strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "DPoP")) {
+		return "", "", false
 	}
-	return strings.TrimSpace(token), true
+	return scheme, strings.TrimSpace(token), true
 }

@@ -20,7 +20,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.MetadataIssuer != "" {
 		issuer = s.cfg.MetadataIssuer
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	m := map[string]any{
 		"issuer": issuer,
 		"authorization_response_iss_parameter_supported": !s.cfg.NoIssParameter,
 		"authorization_endpoint":                         s.url + "/authorize",
@@ -32,7 +32,11 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint_auth_methods_supported":          authMethods,
 		"code_challenge_methods_supported":               []string{"S256"},
 		"scopes_supported":                               s.cfg.ScopesSupported,
-	})
+	}
+	if s.cfg.DPoP {
+		m["dpop_signing_alg_values_supported"] = dpopAlgs
+	}
+	writeJSON(w, http.StatusOK, m)
 }
 
 var (

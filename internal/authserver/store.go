@@ -31,13 +31,15 @@ type grant struct {
 	resource string   // RFC 8707 audience; "" binds the tokens to none
 	scope    []string // what was granted; refreshes may narrow, never widen
 	revoked  bool
+	jkt      string // the DPoP key its refresh tokens are bound to, "" if none
 }
 
 type accessToken struct {
 	grant   *grant
 	scope   []string
 	expires time.Time
-	epoch   int64 // Server.epoch when issued
+	epoch   int64  // Server.epoch when issued
+	jkt     string // the DPoP key it is bound to (cnf.jkt), "" for a bearer token
 }
 
 type refreshToken struct {
@@ -71,16 +73,22 @@ type tokenResponse struct {
 	IssuedTokenType string `json:"issued_token_type,omitempty"`
 }
 
-// issueLocked issues an access token for g with scope, and a refresh token
-// if refresh is true and the config allows it. s.mu must be held.
-func (s *Server) issueLocked(g *grant, scope []string, refresh bool) tokenResponse {
+// issueLocked issues an access token for g with scope, bound to the DPoP
+// key jkt if not "", and a refresh token if refresh is true and the config
+// allows it. s.mu must be held.
+func (s *Server) issueLocked(g *grant, scope []string, refresh bool, jkt string) tokenResponse {
 	life := s.cfg.AccessTokenLifetime
 	at := randomString(32)
-	s.access[at] = &accessToken{grant: g, scope: scope, expires: time.Now().Add(life), epoch: s.epoch}
+	s.access[at] = &accessToken{grant: g, scope: scope, expires: time.Now().Add(life), epoch: s.epoch, jkt: jkt}
 	s.stats.tokensIssued.Add(1)
+	tokenType := "Bearer"
+	if jkt != "" {
+		tokenType = "DPoP"
+		s.stats.dpopBoundTokens.Add(1)
+	}
 	resp := tokenResponse{
 		AccessToken: at,
-		TokenType:   "Bearer",
+		TokenType:   tokenType,
 		ExpiresIn:   int64((life + time.Second - 1) / time.Second),
 		Scope:       strings.Join(scope, " "),
 	}

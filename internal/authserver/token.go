@@ -28,6 +28,10 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	jkt, ok := s.tokenProof(w, r)
+	if !ok {
+		return
+	}
 	form := r.PostForm
 	var (
 		resp tokenResponse
@@ -35,15 +39,15 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	)
 	switch form.Get("grant_type") {
 	case "authorization_code":
-		resp, oerr = s.exchangeCode(c, form)
+		resp, oerr = s.exchangeCode(c, form, jkt)
 	case "refresh_token":
-		resp, oerr = s.refreshGrant(c, form)
+		resp, oerr = s.refreshGrant(c, form, jkt)
 	case "client_credentials":
-		resp, oerr = s.clientCredentials(c, form)
+		resp, oerr = s.clientCredentials(c, form, jkt)
 	case grantTokenExchange:
 		resp, oerr = s.tokenExchange(c, form)
 	case grantJWTBearer:
-		resp, oerr = s.jwtBearer(c, form)
+		resp, oerr = s.jwtBearer(c, form, jkt)
 	case "":
 		oerr = badRequest("invalid_request", "grant_type is required")
 	default:

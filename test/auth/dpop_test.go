@@ -1,0 +1,135 @@
+package auth
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/authserver"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
+	"github.com/resilientmcp/resilientmcp/test/internal/rig"
+)
+
+// failedCalls is an Observer that counts the calls reported failed.
+type failedCalls struct {
+	mu     sync.Mutex
+	calls  int
+	failed []string
+}
+
+func (f *failedCalls) StartCall(ctx context.Context, _ client.CallInfo) context.Context { return ctx }
+func (f *failedCalls) StartAttempt(ctx context.Context, _ client.AttemptInfo) context.Context {
+	return ctx
+}
+func (f *failedCalls) EndAttempt(context.Context, client.AttemptEnd) {}
+func (f *failedCalls) EndCall(_ context.Context, end client.CallEnd) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if end.ErrorType != "" && len(f.failed) < 5 {
+		f.failed = append(f.failed, end.ErrorType)
+	}
+}
+func (f *failedCalls) HandleEvent(client.Server, client.Event) {}
+
+// F46: the MCP server (and the authorization server) want a DPoP nonce
+// in every proof and rotate it under 16 goroutines, twice in a row every
+// 100 ms, so that proofs in flight carry a nonce no longer taken and are
+// answered use_dpop_nonce; tokens expire every second, so that refreshes
+// meet the token endpoint's nonce too. Every call succeeds and none is
+// reported failed; the server saw a fresh jti in every proof (a jti seen
+// before is refused and counted), and no proof refused for another reason.
+func TestF46DPoPNonceRotatedUnderLoad(t *testing.T) {
+	const lifetime = time.Second
+	obs := &failedCalls{}
+	o := newOAuthRig(t, authserver.Config{AccessTokenLifetime: lifetime, DPoP: true, DPoPNonce: true},
+		testserver.Config{Era: testserver.SessionEra}, client.OAuthConfig{}, client.WithObserver(obs))
+	o.MustEcho("first") // authorized, with the nonces of both servers
+
+	stop := make(chan struct{})
+	var rotations sync.WaitGroup
+	rotations.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for range 1000 {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				o.as.RotateDPoPNonces()
+				o.as.RotateDPoPNonces()
+			}
+		}
+	})
+	cs := startCallers(o.Rig, 16)
+	time.Sleep(2500 * time.Millisecond) // two expiries
+	cs.halt()
+	close(stop)
+	rotations.Wait()
+
+	st, cst := o.as.Stats(), o.C.Stats()
+	obs.mu.Lock()
+	observed, reported := obs.calls, obs.failed
+	obs.mu.Unlock()
+	t.Logf("%d calls; server: DPoP proofs %d, nonce challenges %d, replays %d, refused %d, bound tokens %d, refreshes %d; client: %+v",
+		cs.calls.Load(), st.DPoPProofs, st.DPoPNonceChallenges, st.DPoPReplays, st.DPoPRefused, st.DPoPBoundTokens, st.Refreshes, cst)
+	if n := cs.failed.Load(); n != 0 || cs.calls.Load() < 200 {
+		t.Errorf("%d of %d calls failed, e.g. %v; want none of many", n, cs.calls.Load(), cs.errs)
+	}
+	if len(reported) != 0 || cst.Unavailable != 0 || cst.OutcomeUnknown != 0 || cst.AuthorizationRequired != 0 {
+		t.Errorf("calls reported failed: observer %v, stats %+v; want none", reported, cst)
+	}
+	if observed < int(cs.calls.Load()) {
+		t.Errorf("the observer saw %d calls of %d", observed, cs.calls.Load())
+	}
+	if st.DPoPReplays != 0 || st.DPoPRefused != 0 {
+		t.Errorf("%d proofs replayed, %d refused otherwise; want a fresh, valid proof in every request", st.DPoPReplays, st.DPoPRefused)
+	}
+	if st.DPoPNonceChallenges < 20 {
+		t.Errorf("%d nonce challenges; the test wants many, from both servers", st.DPoPNonceChallenges)
+	}
+	if st.DPoPProofs < cs.calls.Load() {
+		t.Errorf("%d proofs accepted for %d calls; want one at least per call", st.DPoPProofs, cs.calls.Load())
+	}
+	if st.Refreshes < 2 || st.DPoPBoundTokens != st.TokensIssued {
+		t.Errorf("%d refreshes, %d of %d tokens bound; want every token bound, refreshed at each expiry", st.Refreshes, st.DPoPBoundTokens, st.TokensIssued)
+	}
+}
+
+// A DPoP-bound refresh token (a public client's, RFC 9449 §5) is used by
+// another process, through a FileStore and through Redis: the key is kept
+// with the grant, so the second process refreshes with a proof by the
+// first one's key, and the user is not asked again. A process without the
+// key would be refused (invalid_dpop_proof) and would have to ask the user.
+func TestDPoPBoundRefreshTokenInAnotherProcess(t *testing.T) {
+	const lifetime = time.Second
+	for _, kind := range []string{"file", "redis"} {
+		t.Run(kind, func(t *testing.T) {
+			as, srv := rig.GuardedServer(t, authserver.Config{AccessTokenLifetime: lifetime, DPoP: true, DPoPNonce: true}, testserver.Config{Era: testserver.StatelessEra})
+			store, _ := sharedStore(t, kind, false)
+			env := map[string]string{"URL": srv.URL(), "STORE": store, "LEASE": "40s", "CALLERS": "0", "DEADLINE": "20s"}
+			first := startReplica(t, env).finish()
+			time.Sleep(lifetime + 200*time.Millisecond) // the access token expired
+			second := startReplica(t, env).finish()
+			st := as.Stats()
+			t.Logf("first: %v calls/failed, user asked %d; second: %v, asked %d (%s); server: registrations %d, authorizations %d, refreshes %d, bound tokens %d of %d, proofs %d, refused %d, nonce challenges %d",
+				first.phases["start"], first.asked, second.phases["start"], second.asked, second.firstErr,
+				st.Registrations, st.Authorizations, st.Refreshes, st.DPoPBoundTokens, st.TokensIssued, st.DPoPProofs, st.DPoPRefused, st.DPoPNonceChallenges)
+			if n := first.phases["start"]; n[0] != 1 || n[1] != 0 || first.asked != 1 {
+				t.Fatalf("first process: %v calls/failed, user asked %d (%s); want one call that succeeds", n, first.asked, first.firstErr)
+			}
+			if n := second.phases["start"]; n[0] != 1 || n[1] != 0 || second.asked != 0 {
+				t.Errorf("second process: %v calls/failed, user asked %d (%s); want the call to succeed, nobody asked", n, second.asked, second.firstErr)
+			}
+			if st.Registrations != 1 || st.Authorizations != 1 || st.Refreshes != 1 || st.DPoPRefused != 0 || st.ReuseDetected != 0 {
+				t.Errorf("registrations %d, authorizations %d, refreshes %d, DPoP refused %d, reuses %d; want 1, 1, 1, 0, 0",
+					st.Registrations, st.Authorizations, st.Refreshes, st.DPoPRefused, st.ReuseDetected)
+			}
+			if st.DPoPBoundTokens != 2 || st.TokensIssued != 2 {
+				t.Errorf("%d of %d tokens bound; want both", st.DPoPBoundTokens, st.TokensIssued)
+			}
+		})
+	}
+}
