@@ -16,10 +16,13 @@
 // authorization and token request, scope selection and step-up, token endpoint
 // authentication none, client_secret_basic, client_secret_post and
 // private_key_jwt (RFC 7523), the authorization-code and client_credentials
-// grants, and the JWT bearer grant (RFC 7523) with a workload's assertion
+// grants, the JWT bearer grant (RFC 7523) with a workload's assertion
 // (Config.Workload) or, for enterprise-managed authorization
 // (Config.Enterprise), an ID-JAG obtained by token exchange (RFC 8693) at
-// the enterprise's identity provider. Its lifecycle: a refresh 10 % of the lifetime before expiry, one
+// the enterprise's identity provider, and DPoP-bound tokens (RFC 9449: a
+// key per grant kept in the Store, a proof on every token request and
+// every request to the MCP server, the servers' nonces kept per origin).
+// Its lifecycle: a refresh 10 % of the lifetime before expiry, one
 // for all callers (a rotated refresh token is sent once); a lost grant is
 // an Error at once, with one authorization in the background; an
 // unreachable authorization server is paced by one backoff while a valid
@@ -48,12 +51,13 @@
 // the rejected token with its shared backoff, step-up, the per-request
 // origin check, adding resource and the client assertion to x/oauth2's
 // token requests (its refresh takes no parameters), signing the assertion
-// (JWT libraries sign only with concrete key types, not with a
-// crypto.Signer such as an HSM's key), the renewal under a Store's
+// and the DPoP proofs (JWT libraries sign only with concrete key types, not
+// with a crypto.Signer such as an HSM's key), the renewal under a Store's
 // lock (no OAuth library shares a grant between processes), and
 // FileStore's file lock (internal/filelock, on the syscall package:
 // github.com/gofrs/flock would put two more modules, it and
 // golang.org/x/sys, in every program that imports client).
 //
-// Nothing here puts a token, code, verifier or secret in an error or a log.
+// Nothing here puts a token, code, verifier, secret or private key in an
+// error or a log.
 package auth

@@ -228,9 +228,13 @@ func (k *proofKey) proof(method string, u *url.URL, nonce, accessToken string, n
 }
 
 // htu is the URL a proof names: scheme, host and path, no query or
-// fragment (RFC 9449 §4.2).
+// fragment (RFC 9449 §4.2); an empty path is "/", as the request sends it.
 func htu(u *url.URL) string {
-	return (&url.URL{Scheme: strings.ToLower(u.Scheme), Host: strings.ToLower(u.Host), Path: u.Path, RawPath: u.RawPath}).String()
+	v := &url.URL{Scheme: strings.ToLower(u.Scheme), Host: strings.ToLower(u.Host), Path: u.Path, RawPath: u.RawPath}
+	if v.Path == "" {
+		v.Path = "/"
+	}
+	return v.String()
 }
 
 // originOf is the key nonces are kept under: scheme, host and port.

@@ -14,8 +14,8 @@ import (
 // OAuthConfig is how a client authorizes with MCP's OAuth 2.1 flow:
 // discovery (RFC 9728, RFC 8414, OpenID), registration (client ID metadata
 // documents, RFC 7591), PKCE, resource indicators (RFC 8707), scope
-// step-up, and the client_credentials grant. See auth.Config for each
-// field.
+// step-up, the client_credentials grant, and DPoP-bound tokens (RFC 9449).
+// See auth.Config for each field.
 type OAuthConfig = auth.Config
 
 // GrantType is how the client obtains tokens: GrantAuthorizationCode (a
@@ -38,6 +38,18 @@ type EnterpriseAuthorization = auth.EnterpriseAuthorization
 // WorkloadIdentity is OAuthConfig.Workload: the platform's JWT for the
 // workload presented with the JWT bearer grant. See auth.WorkloadIdentity.
 type WorkloadIdentity = auth.WorkloadIdentity
+
+// DPoPMode is when the client binds its tokens to a key with DPoP (RFC
+// 9449): DPoPAuto (the default: when the authorization server advertises
+// it), DPoPAlways or DPoPNever. See OAuthConfig.DPoP and DPoPKey.
+type DPoPMode = auth.DPoPMode
+
+// The DPoP modes.
+const (
+	DPoPAuto   = auth.DPoPAuto
+	DPoPAlways = auth.DPoPAlways
+	DPoPNever  = auth.DPoPNever
+)
 
 // InsufficientScopeError is a call the server refused for want of scope
 // (403 insufficient_scope) that no authorization could give: the scopes

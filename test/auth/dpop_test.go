@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +131,49 @@ func TestDPoPBoundRefreshTokenInAnotherProcess(t *testing.T) {
 			}
 			if st.DPoPBoundTokens != 2 || st.TokensIssued != 2 {
 				t.Errorf("%d of %d tokens bound; want both", st.DPoPBoundTokens, st.TokensIssued)
+			}
+		})
+	}
+}
+
+// DPoP for every grant and as configured: the client_credentials grant
+// (and the authorization code's refresh) with proofs and nonces; an
+// Ed25519 crypto.Signer as the key; DPoPNever against a server that
+// advertises DPoP, and DPoPAlways against one that ignores proofs, both
+// with bearer tokens. Calls succeed through an expiry in each.
+func TestDPoPGrantsAndModes(t *testing.T) {
+	const lifetime = time.Second
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	for _, tc := range []struct {
+		name  string
+		as    authserver.Config
+		oc    client.OAuthConfig
+		bound bool
+	}{
+		{"client credentials", authserver.Config{DPoP: true, DPoPNonce: true, ClientID: "agent", ClientSecret: "s3cret"},
+			client.OAuthConfig{ClientID: "agent", ClientSecret: "s3cret", GrantType: client.GrantClientCredentials}, true},
+		{"Ed25519 signer", authserver.Config{DPoP: true, DPoPNonce: true}, client.OAuthConfig{DPoPKey: ed}, true},
+		{"never", authserver.Config{DPoP: true}, client.OAuthConfig{DPoP: client.DPoPNever}, false},
+		{"always, ignored by the server", authserver.Config{}, client.OAuthConfig{DPoP: client.DPoPAlways}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.as.AccessTokenLifetime = lifetime
+			o := newOAuthRig(t, tc.as, testserver.Config{Era: testserver.StatelessEra}, tc.oc)
+			o.MustEcho("first")
+			time.Sleep(lifetime + 100*time.Millisecond)
+			o.MustEcho("after an expiry")
+			st := o.as.Stats()
+			t.Logf("tokens %d (bound %d), refreshes %d, client credentials %d, proofs %d, nonce challenges %d, refused %d",
+				st.TokensIssued, st.DPoPBoundTokens, st.Refreshes, st.ClientCredentials, st.DPoPProofs, st.DPoPNonceChallenges, st.DPoPRefused)
+			want := int64(0)
+			if tc.bound {
+				want = st.TokensIssued
+			}
+			if st.TokensIssued < 2 || st.DPoPBoundTokens != want || st.DPoPRefused != 0 {
+				t.Errorf("%d tokens, %d bound, %d proofs refused; want 2 or more, bound: %v, none refused", st.TokensIssued, st.DPoPBoundTokens, st.DPoPRefused, tc.bound)
+			}
+			if tc.bound && (st.DPoPProofs < 4 || (tc.as.DPoPNonce && st.DPoPNonceChallenges < 2)) {
+				t.Errorf("%d proofs, %d nonce challenges; want proofs on token and MCP requests, and both servers' nonce asked", st.DPoPProofs, st.DPoPNonceChallenges)
 			}
 		})
 	}
