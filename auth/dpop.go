@@ -245,7 +245,7 @@ func originOf(u *url.URL) string {
 // dpopState is one OAuth's DPoP: the nonce each origin gave last (an
 // authorization server's and the MCP server's rotate independently), the
 // key each recent access token is bound to, and the key this process last
-// used, in case the Store forgets it with the grant. It is safe for
+// used and for which grant, in case the Store forgets it with the grant. It is safe for
 // concurrent use; mu is taken under no other lock and held while nothing
 // else is called.
 type dpopState struct {
@@ -255,6 +255,7 @@ type dpopState struct {
 	order  []string             // bound's tokens, oldest first
 	last   *proofKey
 	stored *DPoPKey // last's stored form; nil for Config.DPoPKey
+	of     Key      // the grant last and stored are for
 }
 
 // maxBound is how many access tokens dpopState remembers the key of: a
@@ -315,37 +316,37 @@ func (o *OAuth) dpopWanted(d *discovery) bool {
 	return o.cfg.DPoPKey != nil || len(d.as.DPoPSigningAlgValuesSupported) > 0
 }
 
-// grantProofKey is the key a renewal of cur proves possession of, nil
-// without DPoP: Config.DPoPKey; else the grant's stored key; else the
-// one this process used last (the Store forgot the grant, and this
-// process's token is bound to it); else a new one, which the renewal
-// stores with the grant.
-func (o *OAuth) grantProofKey(d *discovery, cur Grant) (*proofKey, *DPoPKey, error) {
+// grantProofKey is the key a renewal of cur, the grant stored under k,
+// proves possession of, nil without DPoP: Config.DPoPKey; else the grant's
+// stored key; else the one this process used last for k (the Store forgot
+// the grant, and this process's token is bound to it); else a new one,
+// which the renewal stores with the grant.
+func (o *OAuth) grantProofKey(d *discovery, k Key, cur Grant) (*proofKey, *DPoPKey, error) {
 	if !o.dpopWanted(d) {
 		return nil, nil, nil
 	}
 	supported := d.as.DPoPSigningAlgValuesSupported
 	if o.cfg.DPoPKey != nil {
-		k, err := configuredProofKey(o.cfg.DPoPKey, supported)
+		key, err := configuredProofKey(o.cfg.DPoPKey, supported)
 		if err != nil {
 			return nil, nil, &Error{Reason: ReasonInvalidClient, Err: err}
 		}
-		return k, nil, nil
+		return key, nil, nil
 	}
 	if cur.DPoP != nil {
-		k, err := cur.DPoP.parse()
+		key, err := cur.DPoP.parse()
 		if err == nil {
-			return k, cur.DPoP, nil
+			return key, cur.DPoP, nil
 		}
 		o.env.Logger.Warn("the stored grant's DPoP key is unusable; a new one replaces it", "err", err)
 	}
 	o.dpop.mu.Lock()
-	last, stored := o.dpop.last, o.dpop.stored
+	last, stored, of := o.dpop.last, o.dpop.stored, o.dpop.of
 	o.dpop.mu.Unlock()
-	if stored != nil {
+	if stored != nil && of == k {
 		return last, stored, nil
 	}
-	stored, k, err := newDPoPKey(supported)
+	stored, key, err := newDPoPKey(supported)
 	if err != nil {
 		if o.cfg.DPoP == DPoPAuto {
 			// Advertised with algorithms this client does not generate
@@ -355,7 +356,7 @@ func (o *OAuth) grantProofKey(d *discovery, cur Grant) (*proofKey, *DPoPKey, err
 		}
 		return nil, nil, &Error{Reason: ReasonInvalidClient, Err: err}
 	}
-	return k, stored, nil
+	return key, stored, nil
 }
 
 // renewWithProof is renew with the grant's DPoP key: its token requests
@@ -363,7 +364,7 @@ func (o *OAuth) grantProofKey(d *discovery, cur Grant) (*proofKey, *DPoPKey, err
 // is sent with the key if the authorization server bound it (token_type
 // DPoP).
 func (o *OAuth) renewWithProof(ctx context.Context, d *discovery, k Key, r *renewal, cur Grant) (*obtained, *Grant, error) {
-	key, stored, err := o.grantProofKey(d, cur)
+	key, stored, err := o.grantProofKey(d, k, cur)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -377,7 +378,7 @@ func (o *OAuth) renewWithProof(ctx context.Context, d *discovery, k Key, r *rene
 	if got != nil && strings.EqualFold(got.tok.TokenType, "DPoP") {
 		o.dpop.bind(got.tok.AccessToken, key)
 		o.dpop.mu.Lock()
-		o.dpop.last, o.dpop.stored = key, stored
+		o.dpop.last, o.dpop.stored, o.dpop.of = key, stored, k
 		o.dpop.mu.Unlock()
 	}
 	return got, next, err
