@@ -88,7 +88,8 @@ type Config struct {
 	// 384/512), Ed25519 (EdDSA) or RSA (RS256), such as an HSM's. nil: a
 	// P-256 key per grant, generated when DPoP is first used and kept
 	// with the grant in the Store (a private key, as sensitive as the
-	// refresh token). Setting it uses DPoP unless DPoP is DPoPNever.
+	// refresh token; with TokenStore, which holds tokens only, it stays in
+	// this process). Setting it uses DPoP unless DPoP is DPoPNever.
 	DPoPKey crypto.Signer
 }
 

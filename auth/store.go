@@ -99,6 +99,9 @@ type UpdateFunc func(ctx context.Context, current Grant) (next *Grant, err error
 // process that shares the store: a rotating refresh token spent twice
 // revokes the grant.
 //
+// A Store keeps every field of a Grant, DPoP included: a DPoP-bound
+// refresh token is of no use without its key.
+//
 // Implementations are safe for concurrent use, also by several processes
 // where they say so.
 type Store interface {

@@ -49,8 +49,8 @@ type Transport struct {
 	Source Authorizer
 	Origin *url.URL
 	// Resend, if set, is called before a request refused with status
-	// (401, 403) is sent again with a new token, with the request's
-	// context; the request goes out again under the context it returns
+	// (401, 403) is sent again with a new token (or, after a DPoP nonce
+	// challenge, 401, with a new proof), with the request's context; the request goes out again under the context it returns
 	// (an observer's, that counts the resend as an attempt of its own).
 	Resend func(ctx context.Context, status int) context.Context
 }

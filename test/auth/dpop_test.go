@@ -48,6 +48,7 @@ func TestF46DPoPNonceRotatedUnderLoad(t *testing.T) {
 	obs := &failedCalls{}
 	o := newOAuthRig(t, authserver.Config{AccessTokenLifetime: lifetime, DPoP: true, DPoPNonce: true},
 		testserver.Config{Era: testserver.SessionEra}, client.OAuthConfig{}, client.WithObserver(obs))
+	began := time.Now()
 	o.MustEcho("first") // authorized, with the nonces of both servers
 
 	stop := make(chan struct{})
@@ -95,8 +96,9 @@ func TestF46DPoPNonceRotatedUnderLoad(t *testing.T) {
 	if st.DPoPProofs < cs.calls.Load() {
 		t.Errorf("%d proofs accepted for %d calls; want one at least per call", st.DPoPProofs, cs.calls.Load())
 	}
-	if st.Refreshes < 2 || st.DPoPBoundTokens != st.TokensIssued {
-		t.Errorf("%d refreshes, %d of %d tokens bound; want every token bound, refreshed at each expiry", st.Refreshes, st.DPoPBoundTokens, st.TokensIssued)
+	// A nonce challenge is not a refused token: one refresh per expiry.
+	if most := int64(time.Since(began)/(lifetime*8/10)) + 1; st.Refreshes < 2 || st.Refreshes > most || st.DPoPBoundTokens != st.TokensIssued {
+		t.Errorf("%d refreshes, %d of %d tokens bound; want every token bound, refreshed once per expiry (2..%d)", st.Refreshes, st.DPoPBoundTokens, st.TokensIssued, most)
 	}
 }
 
