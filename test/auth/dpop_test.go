@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -178,5 +180,38 @@ func TestDPoPGrantsAndModes(t *testing.T) {
 				t.Errorf("%d proofs, %d nonce challenges; want proofs on token and MCP requests, and both servers' nonce asked", st.DPoPProofs, st.DPoPNonceChallenges)
 			}
 		})
+	}
+}
+
+// The JWT bearer grant (workload identity) gets DPoP-bound tokens too: its
+// token requests carry proofs, through both servers' nonces.
+func TestDPoPWorkloadIdentity(t *testing.T) {
+	const lifetime = time.Second
+	platform, err := authserver.Start(authserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(platform.Close)
+	as, srv := rig.GuardedServer(t, authserver.Config{ClientID: "workload", TrustedIssuers: []*authserver.Server{platform},
+		AccessTokenLifetime: lifetime, DPoP: true, DPoPNonce: true}, testserver.Config{Era: testserver.SessionEra})
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(platform.WorkloadAssertion("agent-7", as.URL(), time.Minute)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Workload: &client.WorkloadIdentity{AssertionFile: file}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := &rig.Rig{T: t, Srv: srv, C: c}
+	r.MustEcho("first")
+	time.Sleep(lifetime + 100*time.Millisecond)
+	r.MustEcho("after an expiry")
+	st := as.Stats()
+	t.Logf("JWT bearer grants %d, tokens %d (bound %d), proofs %d, nonce challenges %d, refused %d",
+		st.JWTBearerGrants, st.TokensIssued, st.DPoPBoundTokens, st.DPoPProofs, st.DPoPNonceChallenges, st.DPoPRefused)
+	if st.JWTBearerGrants < 2 || st.DPoPBoundTokens != st.TokensIssued || st.DPoPRefused != 0 || st.DPoPNonceChallenges < 2 {
+		t.Errorf("%d JWT bearer grants, %d of %d tokens bound, %d refused, %d nonce challenges; want 2 or more grants, all bound, none refused, both servers' nonces asked",
+			st.JWTBearerGrants, st.DPoPBoundTokens, st.TokensIssued, st.DPoPRefused, st.DPoPNonceChallenges)
 	}
 }
