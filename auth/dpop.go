@@ -80,11 +80,13 @@ func (k DPoPKey) GoString() string { return k.String() }
 // LogValue is String, for log/slog.
 func (k DPoPKey) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
-// dpopCurves are the curves a DPoPKey may be on, with their JWS algorithm.
-var dpopCurves = []struct {
+// dpopCurve is a curve a DPoPKey may be on, with its JWS algorithm.
+type dpopCurve struct {
 	crv, alg string
 	curve    elliptic.Curve
-}{
+}
+
+var dpopCurves = []dpopCurve{
 	{"P-256", "ES256", elliptic.P256()},
 	{"P-384", "ES384", elliptic.P384()},
 	{"P-521", "ES512", elliptic.P521()},
@@ -118,14 +120,9 @@ func newDPoPKey(supported []string) (*DPoPKey, *proofKey, error) {
 	return nil, nil, fmt.Errorf("the authorization server takes DPoP proofs signed with %v only; set Config.DPoPKey to a key for one of them", supported)
 }
 
-// parse is the stored key ready to sign.
+// parse is the stored key ready to sign (its public part derived from d).
 func (k DPoPKey) parse() (*proofKey, error) {
-	i := slices.IndexFunc(dpopCurves, func(c struct {
-		crv, alg string
-		curve    elliptic.Curve
-	}) bool {
-		return c.crv == k.Crv
-	})
+	i := slices.IndexFunc(dpopCurves, func(c dpopCurve) bool { return c.crv == k.Crv })
 	if k.Kty != "EC" || i < 0 {
 		return nil, fmt.Errorf("a stored DPoP key of type %q, curve %q", k.Kty, k.Crv)
 	}
