@@ -242,9 +242,10 @@ func originOf(u *url.URL) string {
 // dpopState is one OAuth's DPoP: the nonce each origin gave last (an
 // authorization server's and the MCP server's rotate independently), the
 // key each recent access token is bound to, and the key this process last
-// used and for which grant, in case the Store forgets it with the grant. It is safe for
-// concurrent use; mu is taken under no other lock and held while nothing
-// else is called.
+// used and for which grant, in case the Store forgets it with the grant.
+// It is safe for concurrent use. Lock order: mu is a leaf (it may be taken
+// under the Store's lock, by a renewal); nothing is called while it is
+// held.
 type dpopState struct {
 	mu     sync.Mutex
 	nonces map[string]string    // origin → the last DPoP-Nonce it sent
