@@ -127,7 +127,11 @@ func TestEnterpriseSingleUseIDJAG(t *testing.T) {
 // and one grant for all of them, and no call fails.
 func TestEnterpriseOneRenewalForAllCallers(t *testing.T) {
 	const lifetime = time.Second
-	e := newEMARig(t, authserver.Config{JAGLifetime: time.Second}, authserver.Config{AccessTokenLifetime: lifetime}, true)
+	// An ID-JAG of 20 s: under a loaded run, one of 1 s expired between its
+	// exchange and its grant ("assertion is expired"). It is still
+	// exchanged anew for every grant: the client keeps one only while it
+	// has more than 30 s left.
+	e := newEMARig(t, authserver.Config{JAGLifetime: 20 * time.Second}, authserver.Config{AccessTokenLifetime: lifetime}, true)
 	e.MustEcho("authorized")
 	began := time.Now()
 	cs := startCallers(e.Rig, 32)
