@@ -145,7 +145,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		if !errors.As(err, &pe) {
 			return nil, err
 		}
-		switch policy.AfterRecheck(pe.verdict) {
+		switch policy.AfterRecheck(pe.verdict, c.opts.retryableRPC) {
 		case policy.StillAway:
 			return nil, err
 		case policy.StopDialing:
@@ -340,7 +340,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		}
 		// Initialize is safe to repeat, so only an error no retry can fix
 		// ends the loop.
-		if v.Permanent() {
+		if policy.DialEnds(v, c.opts.retryableRPC) {
 			return nil, nil, backoff.Permanent(err)
 		}
 		return nil, nil, err

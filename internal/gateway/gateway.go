@@ -18,7 +18,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -32,10 +31,9 @@ type Gateway struct {
 	proxy    *httputil.ReverseProxy
 	served   chan struct{}
 
-	mu    sync.Mutex // guards until
-	until time.Time  // the child restarts until then
-
-	refused atomic.Int64 // requests answered -32603
+	mu      sync.Mutex       // guards the fields below
+	until   time.Time        // the child restarts until then
+	refused map[string]int64 // requests answered -32603, by method
 }
 
 // Start listens on 127.0.0.1 on a free port and forwards to upstream, the
@@ -54,6 +52,7 @@ func Start(upstream string) (*Gateway, error) {
 		addr:     ln.Addr().String(),
 		upstream: &http.Transport{MaxIdleConnsPerHost: 64},
 		served:   make(chan struct{}),
+		refused:  map[string]int64{},
 	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -93,8 +92,20 @@ func (g *Gateway) Restarting() bool {
 	return time.Now().Before(g.until)
 }
 
-// Refused is how many requests the gateway answered with -32603.
-func (g *Gateway) Refused() int64 { return g.refused.Load() }
+// Refused is how many requests of method the gateway answered with -32603;
+// of any method if method is "".
+func (g *Gateway) Refused(method string) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if method != "" {
+		return g.refused[method]
+	}
+	var n int64
+	for _, m := range g.refused {
+		n += m
+	}
+	return n
+}
 
 // Close stops the gateway, cutting the requests in flight, and waits for
 // it.
@@ -130,7 +141,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	g.refused.Add(1)
+	g.mu.Lock()
+	g.refused[msg.Method]++
+	g.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"error":{"code":-32603,"message":"Internal server error"}}`)
 }

@@ -149,7 +149,7 @@ func TestF40GatewayDrainIsWaitedOut(t *testing.T) {
 						t.Errorf("caller %d: a call took %v, more than the drain and one backoff step (%v)", g, o.longest, drain+step)
 					}
 				}
-				refused := gw.Refused()
+				refused := gw.Refused("")
 				t.Logf("%d calls, %d failed, the longest took %v; the gateway refused %d requests", calls, errs, longest, refused)
 				if refused < callers {
 					t.Errorf("the gateway refused %d requests: the callers did not meet the drain", refused)
@@ -161,5 +161,57 @@ func TestF40GatewayDrainIsWaitedOut(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// F40 with the sessions lost too: the server behind the gateway restarts
+// as the child does, and the event stream of a client that listens (open:
+// a notification came through it) finds its session gone inside the drain.
+// The new session's initialize meets -32603 as well: the dial is tried
+// again on the backoff schedule, as after a 503, not given up as the
+// server's answer, and a call made meanwhile succeeds once the child is
+// back, on one re-initialization.
+func TestF40GatewayDrainLosesTheSessions(t *testing.T) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	gw, err := gateway.Start(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	c, err := client.New(gw.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	got := notifications(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// The event stream is open when a notification comes through it: a
+	// stream cut before it opened is one the server may not offer.
+	if err := c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: testserver.CounterURI}}); err != nil {
+		t.Fatal(err)
+	}
+	awaitUpdate(t, srv, got)
+
+	gw.ChildRestarts(2 * time.Second)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	rig.Eventually(t, "a re-initialization in the drain", func() bool { return gw.Refused("initialize") > 0 })
+	if !gw.Restarting() {
+		t.Fatal("the re-initialization did not meet the drain")
+	}
+	if got, err := rig.CallTool(ctx, c, "echo", map[string]any{"text": "after"}); err != nil || got != "after" {
+		t.Fatalf("echo in the drain = %q, %v; want it answered once the child is back", got, err)
+	}
+	if s := c.Stats(); s.Reinitializations != 1 {
+		t.Errorf("%d re-initializations, want 1", s.Reinitializations)
 	}
 }

@@ -101,7 +101,7 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		return giveUp(why, r.CtxErr)
 
 	case ServerError:
-		if !v.RPCAnswer || v.RPCCode == 0 || !slices.Contains(r.RetryableRPC, v.RPCCode) {
+		if !v.RetryableCode(r.RetryableRPC) {
 			return Action{End: AsIs}
 		}
 		return r.afterRetryableCode(v.RPCCode, safe, deadline)
@@ -224,6 +224,21 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 // chain; a caller who wants such answers at once removes the code from
 // the list.
 const DrainWait = 10 * time.Second
+
+// RetryableCode reports whether v is the server's answer with a JSON-RPC
+// error whose code is one of codes (WithRetryableRPCCodes): a server that
+// does not serve now.
+func (v Verdict) RetryableCode(codes []int) bool {
+	return v.Class == ServerError && v.RPCAnswer && v.RPCCode != 0 && slices.Contains(codes, v.RPCCode)
+}
+
+// DialEnds reports whether a failed dial ends the pool's dial loop: a
+// Permanent failure, but for an answer with a retryable code, which the
+// loop tries again on its backoff schedule, as after a 503: a session that
+// expires while a gateway's child restarts is opened again once it is back.
+func DialEnds(v Verdict, retryable []int) bool {
+	return v.Permanent() && !v.RetryableCode(retryable)
+}
 
 // afterRetryableCode decides what follows an answer with a JSON-RPC error
 // code the caller listed as passing (WithRetryableRPCCodes).

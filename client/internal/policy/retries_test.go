@@ -78,3 +78,46 @@ func TestAfterRetryableCode(t *testing.T) {
 		}
 	})
 }
+
+// A handshake answered with a retryable code is dialled again; any other
+// answer of the server's ends the dial loop, as before.
+func TestDialEnds(t *testing.T) {
+	codes := []int{mcp.INTERNAL_ERROR}
+	for _, tt := range []struct {
+		name string
+		v    Verdict
+		want bool
+	}{
+		{"-32603, listed", Verdict{Class: ServerError, RPCAnswer: true, RPCCode: mcp.INTERNAL_ERROR}, false},
+		{"-32601", Verdict{Class: ServerError, RPCAnswer: true, RPCCode: mcp.METHOD_NOT_FOUND}, true},
+		{"a 4xx without a code", Verdict{Class: ServerError}, true},
+		{"unreachable", Verdict{Class: NotSent, Unreachable: true}, false},
+	} {
+		if got := DialEnds(tt.v, codes); got != tt.want {
+			t.Errorf("%s: DialEnds %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if !DialEnds(Verdict{Class: ServerError, RPCAnswer: true, RPCCode: mcp.INTERNAL_ERROR}, nil) {
+		t.Errorf("-32603 with no retryable codes: the dial loop goes on; want it ended")
+	}
+}
+
+// A probe answered with a retryable code says nothing of the session: the
+// server does not serve now, as after a 503; another JSON-RPC error is
+// still proof of life.
+func TestProbeAnsweredWithARetryableCode(t *testing.T) {
+	codes := []int{mcp.INTERNAL_ERROR}
+	internal := Verdict{Class: ServerError, RPCAnswer: true, RPCCode: mcp.INTERNAL_ERROR}
+	if got := Probe(internal, codes); got != Busy {
+		t.Errorf("a probe answered -32603: %v, want Busy", got)
+	}
+	if got := Probe(internal, nil); got != Alive {
+		t.Errorf("a probe answered -32603, no retryable codes: %v, want Alive", got)
+	}
+	if got := Probe(Verdict{Class: ServerError, RPCAnswer: true, RPCCode: mcp.METHOD_NOT_FOUND}, codes); got != Alive {
+		t.Errorf("a probe answered -32601: %v, want Alive", got)
+	}
+	if got := AfterRecheck(internal, codes); got != StillAway {
+		t.Errorf("a kept session's probe answered -32603: %v, want StillAway", got)
+	}
+}
