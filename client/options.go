@@ -457,10 +457,13 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 // does not serve now, as a 503 does. A call that is safe to repeat
 // (WithRetryToolCall; every method but tools/call) is sent again after the
 // backoff's pause, paid from the retry budget and not counted against
-// WithMaxAttempts, for up to 10 s of pauses in all and within its
-// deadline. When those end it, or if it is not safe to repeat, the call
+// WithMaxAttempts, for up to 10 s of pauses in all, within its deadline
+// and while the budget lasts. When those end it, or if it is not safe to
+// repeat, the call
 // returns ErrOutcomeUnknown (the request reached a handler, which may have
-// run it) with the server's error in the chain, never that error bare. It
+// run it) with the server's error in the chain, never that error bare. A
+// session's handshake answered with one is tried again on the backoff
+// schedule, and a probe so answered says nothing of the session. It
 // replaces the list; none turns it off, and a code left out is the
 // server's answer, returned as is. As in gRPC's retry policy
 // (retryableStatusCodes), the codes are the caller's to choose: a code

@@ -113,7 +113,7 @@ func BenchmarkFirstCall(b *testing.B) {
 		start := time.Now()
 		//lint:ignore SA1019 the session era's GET stream, as ours opens it
 		c, err := mcpclient.NewStreamableHttpClient(srv.URL(), transport.WithContinuousListening(),
-			transport.WithLogger(slog.New(slog.DiscardHandler)))
+			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			b.Fatal(err)
 		}
