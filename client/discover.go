@@ -62,6 +62,15 @@ func (t *discoverRecorder) SendRequest(ctx context.Context, req transport.JSONRP
 	return resp, err
 }
 
+// RequiresLegacyProtocol is false: mcp-go may negotiate the era on a
+// transport made to listen for the session era's GET event stream, which
+// the StreamableHTTP transport's own answer (true) would hold to
+// initialize. The client decides the era itself (open), and mcp-go's
+// listener opens no stream on a session of the stateless era, which has
+// none. So a client that wants the stream opens one session on its first
+// connect, not one to learn the era and another to listen.
+func (t *discoverRecorder) RequiresLegacyProtocol() bool { return false }
+
 // openedSession is the session id initialize's answer carried, and
 // whether initialize was answered at all.
 func (t *discoverRecorder) openedSession() (string, bool) {

@@ -41,7 +41,7 @@ func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 		s.markServed()
 		return nil
 	}
-	switch policy.Probe(v) {
+	switch policy.Probe(v, c.opts.retryableRPC) {
 	case policy.Alive:
 		s.markServed()
 		return nil

@@ -154,10 +154,11 @@ func WithBackOff(newBackOff func() backoff.BackOff) Option {
 // may have run it (the outcome of the earlier attempt is unknown and the call
 // is safe to repeat). Sends that provably did not run do not count: waiting
 // for an unreachable server, a 503 or 429, a request not completely written,
-// a pooled connection found dead under the request; the call's deadline and
-// the shared retry budget bound those. Resends after the session expired
-// (404) have a cap of their own: n, plus one for every other session of the
-// pool, since one restart expires them all. Default 3.
+// a pooled connection found dead under the request, an answer with a code
+// of WithRetryableRPCCodes (a server that does not serve now); the call's
+// deadline and the shared retry budget bound those. Resends after the
+// session expired (404) have a cap of their own: n, plus one for every
+// other session of the pool, since one restart expires them all. Default 3.
 func WithMaxAttempts(n int) Option {
 	return optionFunc(func(o *options) {
 		if n < 1 {
@@ -452,18 +453,28 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 	})
 }
 
-// WithRetryableRPCCodes lists the JSON-RPC error codes after which a call
-// that is safe to repeat (WithRetryToolCall; every method but tools/call)
-// is sent again, as after a lost answer: within WithMaxAttempts, after a
-// probe of the session, paid from the retry budget. A call not safe to
-// repeat, or one that has used its attempts, returns the server's error as
-// is. It replaces the list; none turns it off. As in gRPC's retry policy
+// WithRetryableRPCCodes lists the JSON-RPC error codes that mean the server
+// does not serve now, as a 503 does. A call that is safe to repeat
+// (WithRetryToolCall; every method but tools/call) is sent again after the
+// backoff's pause, paid from the retry budget and not counted against
+// WithMaxAttempts, for up to 10 s of pauses in all, within its deadline
+// and while the budget lasts. When those end it, or if it is not safe to
+// repeat, the call
+// returns ErrOutcomeUnknown (the request reached a handler, which may have
+// run it) with the server's error in the chain, never that error bare. A
+// session's handshake answered with one is tried again on the backoff
+// schedule, and a probe so answered says nothing of the session. It
+// replaces the list; none turns it off, and a code left out is the
+// server's answer, returned as is. As in gRPC's retry policy
 // (retryableStatusCodes), the codes are the caller's to choose: a code
 // that means the request itself is wrong would only be refused again.
 //
 // Default: -32603 (internal error), which gateways in front of stdio
 // servers answer to the requests in flight when the server process dies
 // in a shutdown or restart, and which a replay on a live one answers.
+// mcp-go's servers also answer it to any error of a tool's handler: a safe
+// tool that fails every time answers after those pauses (about 7 s under
+// the default backoff); leave -32603 out to have such answers at once.
 //
 // mcp-go keeps the code of the errors it knows (-32700, -32600 to -32603,
 // and MCP's own); a code it has no error value for is recognised only in an

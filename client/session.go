@@ -145,7 +145,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		if !errors.As(err, &pe) {
 			return nil, err
 		}
-		switch policy.AfterRecheck(pe.verdict) {
+		switch policy.AfterRecheck(pe.verdict, c.opts.retryableRPC) {
 		case policy.StillAway:
 			return nil, err
 		case policy.StopDialing:
@@ -219,27 +219,25 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict
 //
 // In the session era, mcp-go carries server notifications on a GET stream
 // that it opens only on a transport made to listen; such sessions are opened
-// that way, directly once the era is known.
+// that way, also while the era is being negotiated (discoverRecorder's
+// RequiresLegacyProtocol): one session on the first connect, not one to
+// learn the era and another to listen.
 func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	req := c.initRequest()
+	listen := c.wantsEventStream()
 	if c.sessionEraSeen.Load() {
-		s, _, err := c.openWith(ctx, req, sessionEraOnly, c.wantsEventStream())
+		s, _, err := c.openWith(ctx, req, sessionEraOnly, listen)
 		if err == nil || !isPermanent(err) {
 			return s, err
 		}
 		c.log.Info("session handshake refused; negotiating the protocol era again", "err", err)
 	}
-	s, err := c.negotiate(ctx, req)
+	s, err := c.negotiate(ctx, req, listen)
 	if err != nil {
 		return nil, err
 	}
 	c.sessionEraSeen.Store(s.sessionEra)
-	if !s.sessionEra || !c.wantsEventStream() {
-		return s, nil
-	}
-	s.close()
-	s, _, err = c.openWith(ctx, req, sessionEraOnly, true)
-	return s, err
+	return s, nil
 }
 
 // sessionEraOnly keeps mcp-go on the initialize handshake, without
@@ -248,9 +246,9 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 var sessionEraOnly = mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 
 // negotiate opens a session the way mcp-go decides the era: server/discover
-// first, initialize if that fails.
-func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequest) (*session, error) {
-	s, discovered, err := c.openWith(ctx, req, nil, false)
+// first, initialize if that fails. listen: as openWith's.
+func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequest, listen bool) (*session, error) {
+	s, discovered, err := c.openWith(ctx, req, nil, listen)
 	if err != nil || s.sessionEra {
 		return s, err
 	}
@@ -270,7 +268,7 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
 	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
-	s, _, err = c.openWith(ctx, req, sessionEraOnly, false)
+	s, _, err = c.openWith(ctx, req, sessionEraOnly, listen)
 	return s, err
 }
 
@@ -342,7 +340,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		}
 		// Initialize is safe to repeat, so only an error no retry can fix
 		// ends the loop.
-		if v.Permanent() {
+		if policy.DialEnds(v, c.opts.retryableRPC) {
 			return nil, nil, backoff.Permanent(err)
 		}
 		return nil, nil, err
@@ -358,7 +356,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		stream:     watch,
 		opened:     time.Now(),
 	}
-	s.listening.Store(listen)
+	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
 	watch.session.Store(s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // maxBody bounds how much of a POST body is peeked; test requests are tiny.
@@ -100,6 +101,15 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			w.WriteHeader(f.status)
 			_, _ = io.WriteString(w, "injected "+strconv.Itoa(f.status))
+			return
+		}
+	}
+	if cfg.SlowInitialize > 0 && slices.Contains(msg.methods, "initialize") {
+		t := time.NewTimer(cfg.SlowInitialize)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
 			return
 		}
 	}

@@ -119,6 +119,11 @@ type Config struct {
 	// and crunch (optional), and mcp-go's tasks capability: see
 	// tasktools.go.
 	TaskTools bool
+	// SlowInitialize, if positive, is how long the server takes to answer
+	// initialize, as frameworks that wait for the client's capabilities
+	// first do: each initialize POST waits this long (or until the
+	// request ends) before mcp-go handles it.
+	SlowInitialize time.Duration
 	// ServerWideTasks (with TaskTools) keeps the tasks of the task tools
 	// in the Server's own store, which outlives sessions and restarts,
 	// rather than in mcp-go's (one generation, bound to the session).

@@ -2,9 +2,12 @@ package bench
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
@@ -70,4 +73,75 @@ func BenchmarkFirstCallAfterIdle(b *testing.B) {
 	b.ReportMetric(float64(took[2])/n, "raw-us")
 	b.ReportMetric(float64(took[0])/float64(took[1]), "x-kept")
 	b.ReportMetric(float64(took[0])/float64(took[2]), "x-raw")
+}
+
+// BenchmarkFirstCall is what a new client's first call costs when the
+// server's initialize takes 1 s (frameworks that wait for the client's
+// capabilities first), session era, for a client that listens for
+// notifications: a ResilientClient made, a handler registered and one echo
+// called with no Initialize before it, and raw mcp-go made to listen,
+// started, initialized and called; each closed after. Reported: each first
+// call (first-ms, raw-ms), ours over raw (x-raw), and what the server saw
+// of ours per call (inits/op, deletes/op): one initialize and no DELETE,
+// where a client that negotiates the era on one session and listens on
+// another pays two handshakes, about 2 s.
+func BenchmarkFirstCall(b *testing.B) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra, SlowInitialize: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	req := rig.ToolRequest("echo", map[string]any{"text": "x"})
+	// Each is timed from the client's making to its first call's answer;
+	// what the server saw of ours is read before its close's DELETE.
+	ours := func() (took time.Duration, inits, deletes int64) {
+		beforeInits, beforeDeletes := srv.RPCs("initialize"), srv.HTTPRequests("DELETE")
+		start := time.Now()
+		c, err := client.New(srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		c.OnNotification(func(mcp.JSONRPCNotification) {})
+		if _, err := c.CallTool(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		took = time.Since(start)
+		return took, srv.RPCs("initialize") - beforeInits, srv.HTTPRequests("DELETE") - beforeDeletes
+	}
+	raw := func() time.Duration {
+		start := time.Now()
+		//lint:ignore SA1019 the session era's GET stream, as ours opens it
+		c, err := mcpclient.NewStreamableHttpClient(srv.URL(), transport.WithContinuousListening(),
+			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Initialize(context.Background(), rig.BenchInit()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.CallTool(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var took [2]time.Duration
+	var inits, deletes int64
+	for b.Loop() {
+		t, i, d := ours()
+		took[0] += t
+		inits += i
+		deletes += d
+		took[1] += raw()
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took[0])/n/float64(time.Millisecond), "first-ms")
+	b.ReportMetric(float64(took[1])/n/float64(time.Millisecond), "raw-ms")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "x-raw")
+	b.ReportMetric(float64(inits)/n, "inits/op")
+	b.ReportMetric(float64(deletes)/n, "deletes/op")
 }

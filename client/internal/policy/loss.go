@@ -46,12 +46,15 @@ const (
 )
 
 // Probe is what a probe that failed with verdict v means for its session.
-func Probe(v Verdict) ProbeOutcome {
+// An answer with a retryable code (WithRetryableRPCCodes, the codes given)
+// is a server that does not serve now, as a 503 is: it says nothing of
+// the session (a gateway whose child restarts answers it to everything).
+func Probe(v Verdict, retryable []int) ProbeOutcome {
 	switch {
+	case v.Busy, v.RetryableCode(retryable):
+		return Busy
 	case v.RPCAnswer:
 		return Alive
-	case v.Busy:
-		return Busy
 	}
 	return Failed
 }
@@ -88,10 +91,11 @@ const (
 	Reopen
 )
 
-// AfterRecheck decides what the failed probe v of a kept session means.
-func AfterRecheck(v Verdict) Recheck {
+// AfterRecheck decides what the failed probe v of a kept session means;
+// retryable: as Probe's.
+func AfterRecheck(v Verdict, retryable []int) Recheck {
 	switch {
-	case v.Busy, v.Class == NotSent, v.Class == Caller:
+	case v.Busy, v.RetryableCode(retryable), v.Class == NotSent, v.Class == Caller:
 		return StillAway
 	case v.Class == AuthRequired:
 		return StopDialing
@@ -107,7 +111,7 @@ func AfterRecheck(v Verdict) Recheck {
 // asked (F30); only a refusal for want of authorization ends the call,
 // which did not run.
 func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
-	switch Probe(v) {
+	switch Probe(v, r.RetryableRPC) {
 	case Alive:
 		// The server answers: the doubt is over.
 		r.Revalidate = false

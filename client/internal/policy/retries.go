@@ -43,6 +43,7 @@ type Retries struct {
 	renegotiated       bool
 	staleRetried       bool            // the one free retry after a stale pooled connection is spent
 	pauses             backoff.BackOff // made on the first retry that must wait
+	drained            time.Duration   // paused for after answers with a retryable JSON-RPC code (DrainWait)
 }
 
 // Ending is how a call ends after a failed attempt, if it does.
@@ -100,22 +101,10 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		return giveUp(why, r.CtxErr)
 
 	case ServerError:
-		if !v.RPCAnswer || v.RPCCode == 0 || !slices.Contains(r.RetryableRPC, v.RPCCode) {
+		if !v.RetryableCode(r.RetryableRPC) {
 			return Action{End: AsIs}
 		}
-		// A code the caller listed as a passing failure (-32603 from a
-		// gateway whose child died in a shutdown): it reached a handler,
-		// so it may have run; a safe call is replayed as after a lost
-		// answer, and anything else ends with the server's own answer.
-		r.MayHaveRun = true
-		if !safe() {
-			return Action{End: AsIs}
-		}
-		if r.attempts++; r.attempts >= r.Max {
-			return Action{End: AsIs}
-		}
-		r.Revalidate = true
-		return Action{Budget: true}
+		return r.afterRetryableCode(v.RPCCode, safe, deadline)
 
 	case Rejected:
 		// Refused by HTTP's rules: it did not run, and would be refused
@@ -208,6 +197,71 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		return giveUp("the answer was not usable")
 	}
 	return Action{End: AsIs}
+}
+
+// DrainWait bounds how long a call safe to repeat keeps being resent after
+// answers carrying a retryable JSON-RPC code (WithRetryableRPCCodes): the
+// pauses it took after them, in all; the call's deadline and the retry
+// budget bound it too.
+//
+// Such an answer (-32603 from a gateway whose stdio child died in a
+// restart) comes back at once and says the server does not serve now, as a
+// 503 does; what ends it is time, the child starting again, not a number of
+// tries. WithMaxAttempts is for failures that may have run the call and
+// come back at once with nothing to wait for; three of them here are spent
+// in a second, inside the drain. So these sends are paced by the backoff
+// and not counted against it, and their cap is a time, which a count of
+// tries would only stand for under one backoff schedule.
+//
+// Why 10 s: a gateway's child restarts in seconds (a process, a runtime
+// such as npx's, its own start); a 2 s drain is what the issue met. 10 s
+// covers several times that, and is the default backoff's longest pause
+// and the retry budget's window. Under the default backoff it is 9 sends
+// at most, about 7 s apart from first to last, each paid from the budget:
+// never a burst. The price: mcp-go's servers answer -32603 to any error of
+// a tool's handler, so a safe tool that fails every time answers its
+// caller after those 7 s, ErrOutcomeUnknown with the server's error in the
+// chain; a caller who wants such answers at once removes the code from
+// the list.
+const DrainWait = 10 * time.Second
+
+// RetryableCode reports whether v is the server's answer with a JSON-RPC
+// error whose code is one of codes (WithRetryableRPCCodes): a server that
+// does not serve now.
+func (v Verdict) RetryableCode(codes []int) bool {
+	return v.Class == ServerError && v.RPCAnswer && v.RPCCode != 0 && slices.Contains(codes, v.RPCCode)
+}
+
+// DialEnds reports whether a failed dial ends the pool's dial loop: a
+// Permanent failure, but for an answer with a retryable code, which the
+// loop tries again on its backoff schedule, as after a 503: a session that
+// expires while a gateway's child restarts is opened again once it is back.
+func DialEnds(v Verdict, retryable []int) bool {
+	return v.Permanent() && !v.RetryableCode(retryable)
+}
+
+// afterRetryableCode decides what follows an answer with a JSON-RPC error
+// code the caller listed as passing (WithRetryableRPCCodes).
+func (r *Retries) afterRetryableCode(code int, safe func() bool, deadline time.Time) Action {
+	// The request reached a handler, which may have run it before its
+	// process died: the answer does not say.
+	r.MayHaveRun = true
+	why := fmt.Sprintf("the server answered JSON-RPC error %d", code)
+	if !safe() {
+		return Action{End: GiveUp, Why: join(why, "not safe to repeat"), Refused: true}
+	}
+	a := Action{Pause: r.NextPause(), Budget: true}
+	switch {
+	case a.Pause == backoff.Stop:
+		a.End, a.Why = GiveUp, join(why, "the backoff schedule ended")
+	case r.drained+a.Pause > DrainWait:
+		a.End, a.Why = GiveUp, fmt.Sprintf("%s after %v of pauses", why, r.drained.Round(time.Millisecond))
+	case !deadline.IsZero() && time.Until(deadline) < a.Pause:
+		a.End, a.Also = GiveUp, []error{context.DeadlineExceeded}
+		a.Why = fmt.Sprintf("%s; the deadline leaves no time for the %v pause before trying again", why, a.Pause.Round(time.Millisecond))
+	}
+	r.drained += a.Pause
+	return a
 }
 
 // Doubts reports whether a session opened at opened is probed before the
