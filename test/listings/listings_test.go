@@ -278,3 +278,64 @@ func TestListingCacheOff(t *testing.T) {
 		t.Errorf("Stats with the cache off: %+v", st)
 	}
 }
+
+// resources/read with ttlMs is cached as listings are; a
+// notifications/resources/updated for the resource ends it. A read is
+// served stale only when WithMaxStaleReads asks.
+func TestReadCachedAndStaleOnlyWhenAsked(t *testing.T) {
+	for _, asked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "WithMaxStaleReads"}[asked], func(t *testing.T) {
+			var opts []client.Option
+			if asked {
+				opts = append(opts, client.WithMaxStaleReads(time.Hour))
+			}
+			r := rig.New(t, cached(mcp.CacheScopePrivate), false, opts...)
+			read := mcp.ReadResourceRequest{}
+			read.Params.URI = testserver.CounterURI
+			for range 5 {
+				if _, err := r.C.ReadResource(r.Ctx(), read); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := r.Srv.RPCs("resources/read"); n != 1 {
+				t.Fatalf("5 reads within the ttl sent %d resources/read, want 1", n)
+			}
+			r.Srv.Stop()
+			res, err := r.C.ReadResource(client.WithCallOptions(r.Ctx(), client.Fresh(), client.FailFast()), read)
+			if !asked {
+				if !errors.Is(err, client.ErrUnavailable) {
+					t.Fatalf("a read with the server down = %v, want ErrUnavailable: reads are not served stale unless asked", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a read with the server down, WithMaxStaleReads = %v", err)
+			}
+			if _, stale := client.Stale(res.Meta); !stale || len(res.Contents) != 1 {
+				t.Fatalf("the stale read = %+v, stale %v", res, stale)
+			}
+		})
+	}
+}
+
+// A resource updated (notifications/resources/updated, to a client that
+// subscribed) is read again.
+func TestReadAfterResourceUpdatedIsSent(t *testing.T) {
+	r := rig.New(t, cached(mcp.CacheScopePrivate), false)
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = testserver.CounterURI
+	if err := r.C.Subscribe(r.Ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: testserver.CounterURI}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.C.ReadResource(r.Ctx(), read); err != nil {
+		t.Fatal(err)
+	}
+	rig.Eventually(t, "a read after the update that is sent", func() bool {
+		r.Srv.UpdateResource(testserver.CounterURI)
+		time.Sleep(10 * time.Millisecond)
+		if _, err := r.C.ReadResource(r.Ctx(), read); err != nil {
+			t.Fatal(err)
+		}
+		return r.Srv.RPCs("resources/read") == 2
+	})
+}
