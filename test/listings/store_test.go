@@ -12,8 +12,12 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/resilientmcp/resilientmcp/auth/redisstore"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/redistest"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
@@ -24,6 +28,21 @@ func fileStore(t *testing.T, dir string) client.ListingStore {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// storeAt opens the listing store where names: file:<dir> or redis:<addr>.
+func storeAt(t *testing.T, where string) client.ListingStore {
+	t.Helper()
+	switch kind, at, _ := strings.Cut(where, ":"); kind {
+	case "file":
+		return fileStore(t, at)
+	case "redis":
+		rdb := redis.NewClient(&redis.Options{Addr: at, MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+		t.Cleanup(func() { rdb.Close() })
+		return redisstore.NewListingStore(rdb)
+	}
+	t.Fatalf("unknown listing store %q", where)
+	return nil
 }
 
 func bearer(token string) client.Option {
@@ -105,7 +124,7 @@ func TestHelperListAgent(t *testing.T) {
 	if os.Getenv(listAgentEnv) == "" {
 		t.Skip("a listing agent process of TestAgentRestartedListsStale")
 	}
-	res, err := listWhileDown(t, os.Getenv(listAgentURL), client.WithListingStore(fileStore(t, os.Getenv(listAgentStore))))
+	res, err := listWhileDown(t, os.Getenv(listAgentURL), client.WithListingStore(storeAt(t, os.Getenv(listAgentStore))))
 	if err != nil {
 		t.Fatalf("list agent: %v", err)
 	}
@@ -122,10 +141,10 @@ func boolString(b bool) string {
 }
 
 // runListAgent runs a listing agent to its end and returns its line.
-func runListAgent(t *testing.T, url, dir string) string {
+func runListAgent(t *testing.T, url, where string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperListAgent$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), listAgentEnv+"=1", listAgentURL+"="+url, listAgentStore+"="+dir)
+	cmd.Env = append(os.Environ(), listAgentEnv+"=1", listAgentURL+"="+url, listAgentStore+"="+where)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -157,22 +176,30 @@ func runListAgent(t *testing.T, url, dir string) string {
 	return ""
 }
 
-// F48: an agent process restarted while the server is down, on a file
-// listing store, lists the tools its previous process listed, marked
-// stale.
+// F48: an agent process restarted while the server is down lists the
+// tools its previous process listed, marked stale: on a directory (one
+// machine) and on Redis (replicas).
 func TestAgentRestartedListsStale(t *testing.T) {
+	t.Run("FileListingStore", func(t *testing.T) {
+		agentRestartedListsStale(t, "file:"+t.TempDir())
+	})
+	t.Run("Redis", func(t *testing.T) {
+		agentRestartedListsStale(t, "redis:"+redistest.Start(t, false).Addr())
+	})
+}
+
+func agentRestartedListsStale(t *testing.T, where string) {
 	srv, err := testserver.Start(testserver.Config{Era: testserver.StatelessEra})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	first := runListAgent(t, srv.URL(), dir)
+	first := runListAgent(t, srv.URL(), where)
 	if !strings.HasPrefix(first, "listed: ") || !strings.Contains(first, "echo") || !strings.Contains(first, "stale=false") {
 		t.Fatalf("the first agent, the server up: %q", first)
 	}
 	srv.Stop()
-	second := runListAgent(t, srv.URL(), dir)
+	second := runListAgent(t, srv.URL(), where)
 	tools, _, _ := strings.Cut(strings.TrimPrefix(first, "listed: "), " ")
 	if !strings.HasPrefix(second, "listed: "+tools+" stale=true age=") {
 		t.Fatalf("the agent restarted while the server is down: %q, want the previous process's listing %q, stale", second, tools)
