@@ -396,7 +396,7 @@ func rememberListing[T any](ctx context.Context, c *ResilientClient, sp *listing
 	if sp.remember != nil {
 		sp.remember(res, gen)
 	}
-	c.serverSeenLocked(server)
+	changed := c.serverSeenLocked(server)
 	{
 		var prev *listingEntry
 		if sl := l.slots[sp.key]; sl != nil {
@@ -412,6 +412,7 @@ func rememberListing[T any](ctx context.Context, c *ResilientClient, sp *listing
 	}
 	l.staleLogged = false
 	c.tools.mu.Unlock()
+	c.logServerChange(changed)
 	if e.ttl > 0 && !l.listen.Load() && l.listen.CompareAndSwap(false, true) {
 		// In the stateless era, notifications come only as asked for.
 		for _, s := range c.pool.Values() {
@@ -488,11 +489,11 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 	case !policy.StaleIfError(f, max(now.Sub(e.fetched), 0), maxStale):
 		e = nil
 	}
+	var derr error
 	if e != nil && e.value == nil && e.raw != nil {
-		if v, derr := sp.decode(e.raw); derr == nil {
+		var v T
+		if v, derr = sp.decode(e.raw); derr == nil {
 			e.value, e.raw = v, nil
-		} else {
-			c.log.Warn("a stored listing could not be read; it is not served", "method", sp.method, "err", derr)
 		}
 	}
 	var res T
@@ -505,6 +506,9 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 		l.staleLogged = true
 	}
 	c.tools.mu.Unlock()
+	if derr != nil {
+		c.log.Warn("a stored listing could not be read; it is not served", "method", sp.method, "err", derr)
+	}
 	if !ok {
 		return zero, false
 	}
@@ -571,30 +575,40 @@ func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
 // kept another server's: they are dropped, and not served stale.
 func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
 	c.tools.mu.Lock()
-	defer c.tools.mu.Unlock()
 	l := &c.tools.listings
-	c.serverSeenLocked(serverIdentity(s))
+	changed := c.serverSeenLocked(serverIdentity(s))
 	if reason == OpenReinitialize || reason == OpenRequested {
 		for k := range l.gen {
 			l.gen[k]++
 		}
 		c.tools.gen++
 	}
+	c.tools.mu.Unlock()
+	c.logServerChange(changed)
 }
 
 // serverSeenLocked records the server's identity as a session or a result
 // gave it: another than before makes every answer kept another server's,
 // dropped and never served stale.
-func (c *ResilientClient) serverSeenLocked(id string) {
+// It returns the identities, if they changed (logged by logServerChange,
+// once the lock is released: the logger's handler is the user's code).
+func (c *ResilientClient) serverSeenLocked(id string) (changed []string) {
 	l := &c.tools.listings
 	if id == "" || id == l.server {
-		return
+		return nil
 	}
 	if l.server != "" {
 		l.slots = nil
-		c.log.Info("the server's identity changed; its cached listings are dropped", "from", l.server, "to", id)
+		changed = []string{l.server, id}
 	}
 	l.server = id
+	return changed
+}
+
+func (c *ResilientClient) logServerChange(changed []string) {
+	if changed != nil {
+		c.log.Info("the server's identity changed; its cached listings are dropped", "from", changed[0], "to", changed[1])
+	}
 }
 
 // serverIdentity is the server's identity as its session gave it.

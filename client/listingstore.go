@@ -86,6 +86,7 @@ func (c *ResilientClient) putListing(ctx context.Context, k listingKey, e *listi
 	if due {
 		e.putHash, e.putAt = sum, e.fetched
 	}
+	hasTTL, ttl := e.hasTTL, e.ttl // a resources/updated may end them meanwhile
 	c.tools.mu.Unlock()
 	if !due {
 		return
@@ -94,8 +95,8 @@ func (c *ResilientClient) putListing(ctx context.Context, k listingKey, e *listi
 		Key: storeKey(c.endpoint, k, e.principal), Endpoint: c.endpoint, Method: k.method, Page: k.page, Arg: k.arg,
 		Principal: e.principal, Server: e.server, Fetched: e.fetched, Result: raw,
 	}
-	if e.hasTTL {
-		ms := e.ttl.Milliseconds()
+	if hasTTL {
+		ms := ttl.Milliseconds()
 		sl.TTLMs = &ms
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listingStoreTimeout)
