@@ -539,6 +539,9 @@ func mark(meta **mcp.Meta, m staleMark) {
 // invalidateListings is what a server's notification means for the cache:
 // a list changed, or a resource was updated.
 func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
+	if c.opts.listings.off {
+		return
+	}
 	var kinds []listingKind
 	switch n.Method {
 	case string(mcp.MethodNotificationPromptsListChanged):
@@ -574,6 +577,9 @@ func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
 // fresh any more, and a server whose identity changed makes every answer
 // kept another server's: they are dropped, and not served stale.
 func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
+	if c.opts.listings.off {
+		return // refreshTools sees to the replay decision's tools, as it always did
+	}
 	c.tools.mu.Lock()
 	l := &c.tools.listings
 	changed := c.serverSeenLocked(serverIdentity(s))

@@ -198,6 +198,11 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 // ListTools lists every tool. Their annotations inform the replay decision;
 // listing is never needed for it: the client lists tools itself when a
 // decision needs a tool it has not seen.
+//
+// Like every listing and ReadResource, it is answered from the client's
+// cache within the ttlMs the server gave (SEP-2549; Fresh asks the server),
+// and, when the server cannot answer, with the last good listing, marked
+// stale (Stale, WithMaxStale). WithListingCache(false) turns both off.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	if !c.opts.listings.off {
 		return cached(ctx, c, c.toolsSpec(req, false))
