@@ -148,12 +148,12 @@ func TestListingServedStaleWhileServerDown(t *testing.T) {
 	r := rig.New(t, testserver.Config{Era: testserver.StatelessEra}, false,
 		client.WithObserver(obs), client.WithFailFastAfter(50*time.Millisecond),
 		client.WithBackOff(rig.FastBackOff), client.WithLogger(logs.Logger()))
+	listed := time.Now() // before the listing: its age is no more than the time since
 	res, err := r.C.ListTools(r.Ctx(), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := names(res)
-	listed := time.Now()
 
 	r.Srv.Stop()
 	rig.Eventually(t, "the breaker open", func() bool {
