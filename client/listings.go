@@ -574,8 +574,9 @@ func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
 
 // listingsOpened is what a new session means for the cache: after a
 // re-initialization (or Initialize with a new request) nothing cached is
-// fresh any more, and a server whose identity changed makes every answer
-// kept another server's: they are dropped, and not served stale.
+// fresh any more (tools/list's answer is replaced by refreshTools'), and a
+// server whose identity changed makes every answer kept another server's:
+// they are dropped, and not served stale.
 func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
 	if c.opts.listings.off {
 		return // refreshTools sees to the replay decision's tools, as it always did
@@ -584,10 +585,12 @@ func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
 	l := &c.tools.listings
 	changed := c.serverSeenLocked(serverIdentity(s))
 	if reason == OpenReinitialize || reason == OpenRequested {
+		// Tools are not counted here: refreshTools lists them again on
+		// every new session, for the replay decision and ListTools at
+		// once, and until it has, the last listing serves both.
 		for k := range l.gen {
 			l.gen[k]++
 		}
-		c.tools.gen++
 	}
 	c.tools.mu.Unlock()
 	c.logServerChange(changed)
