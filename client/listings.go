@@ -314,7 +314,8 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 	var zero T
 	fresh := false
 	if o := callOptionsOf(ctx); o != nil {
-		fresh = o.fresh
+		// A call with an invalid option fails with it (run), cached or not.
+		fresh = o.fresh || o.invalid != nil
 	}
 	ctx = c.obs.startCall(ctx, string(sp.method), "")
 	if c.closed.Load() {

@@ -339,3 +339,33 @@ func TestReadAfterResourceUpdatedIsSent(t *testing.T) {
 		return r.Srv.RPCs("resources/read") == 2
 	})
 }
+
+// Every listing is cached as tools/list is: prompts, resources, resource
+// templates, whole or by page. An invalid call option fails the call, cache
+// or not.
+func TestEveryListingIsCached(t *testing.T) {
+	r := rig.New(t, cached(mcp.CacheScopePrivate), false)
+	for range 5 {
+		if _, err := r.C.ListPrompts(r.Ctx(), mcp.ListPromptsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.C.ListResources(r.Ctx(), mcp.ListResourcesRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.C.ListResourceTemplates(r.Ctx(), mcp.ListResourceTemplatesRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.C.ListToolsByPage(r.Ctx(), mcp.ListToolsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []string{"prompts/list", "resources/list", "resources/templates/list", "tools/list"} {
+		if n := r.Srv.RPCs(m); n != 1 {
+			t.Errorf("5 listings within the ttl sent %d %s, want 1", n, m)
+		}
+	}
+	ctx := client.WithCallOptions(r.Ctx(), client.ProgressTimeout(-1))
+	if _, err := r.C.ListPrompts(ctx, mcp.ListPromptsRequest{}); err == nil {
+		t.Error("a listing with an invalid call option was answered from the cache")
+	}
+}
