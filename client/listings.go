@@ -57,6 +57,9 @@ const StaleMetaKey = "io.github.resilientmcp/stale"
 // unless WithMaxStaleReads asks.
 const DefaultMaxStale = 24 * time.Hour
 
+// maxTTL caps the ttlMs a server gives.
+const maxTTL = 24 * time.Hour
+
 // listingStoreTimeout bounds a write to, or the one read of, the listing
 // store, so that a store that hangs cannot hold a listing in hand.
 const listingStoreTimeout = 5 * time.Second
@@ -88,7 +91,8 @@ func (o *listingOptions) maxStaleFor(k listingKind) time.Duration {
 // WithListingCache turns the cache of listings and reads on or off.
 // Default on: a listing or a resources/read whose result carries SEP-2549's
 // ttlMs is served from the client's memory until it expires, with no
-// request sent (a server that sends no ttlMs, or 0, is asked every time),
+// request sent (a server that sends no ttlMs, or 0, is asked every time; one
+// beyond 24 h is taken as 24 h),
 // and a listing the server cannot answer is answered with the last good one,
 // marked stale (WithMaxStale). Off, every listing and read is sent, and
 // fails as it would without a cache: the client behaves as it did before the
@@ -382,10 +386,12 @@ func cachedFresh[T any](c *ResilientClient, sp *listingSpec[T]) (T, bool) {
 func rememberListing[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T], res T, gen uint64, server string) {
 	ttlMs, scope := sp.hints(res)
 	e := &listingEntry{value: sp.clone(res), fetched: time.Now(), server: server, gen: gen}
-	if ttlMs != nil && *ttlMs > 0 {
-		e.ttl, e.hasTTL = time.Duration(*ttlMs)*time.Millisecond, true
-	} else if ttlMs != nil {
-		e.hasTTL = true // 0: stale at once, but the server marked it cacheable
+	if ttlMs != nil {
+		// 0 (or less): stale at once, but the server marked it cacheable.
+		// A ttl beyond a day is taken as a day: a server's mistake (or a
+		// hostile one) must not pin an answer for ever, or overflow.
+		e.hasTTL = true
+		e.ttl = time.Duration(min(max(*ttlMs, 0), maxTTL.Milliseconds())) * time.Millisecond
 	}
 	if scope != mcp.CacheScopePublic {
 		// Absent is private: mcp-go's servers default to it, and sharing
@@ -398,19 +404,17 @@ func rememberListing[T any](ctx context.Context, c *ResilientClient, sp *listing
 		sp.remember(res, gen)
 	}
 	changed := c.serverSeenLocked(server)
-	{
-		var prev *listingEntry
-		if sl := l.slots[sp.key]; sl != nil {
-			prev = sl.public
-			if e.principal != "" {
-				prev = sl.private
-			}
+	var prev *listingEntry
+	if sl := l.slots[sp.key]; sl != nil {
+		prev = sl.public
+		if e.principal != "" {
+			prev = sl.private
 		}
-		if prev != nil && prev.principal == e.principal {
-			e.putHash, e.putAt = prev.putHash, prev.putAt
-		}
-		l.keep(sp.key, e)
 	}
+	if prev != nil && prev.principal == e.principal {
+		e.putHash, e.putAt = prev.putHash, prev.putAt // when the store last had it
+	}
+	l.keep(sp.key, e)
 	l.staleLogged = false
 	c.tools.mu.Unlock()
 	c.logServerChange(changed)
