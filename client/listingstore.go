@@ -128,11 +128,18 @@ func (c *ResilientClient) readListingStore(ctx context.Context) {
 		return
 	}
 	principal := c.principal()
+	var another []string // answers of another server than the one this process knows
 	c.tools.mu.Lock()
-	defer c.tools.mu.Unlock()
 	l := &c.tools.listings
 	for _, s := range all {
-		if s.Endpoint != c.endpoint || s.Principal != "" && s.Principal != principal {
+		if s.Endpoint != c.endpoint {
+			continue
+		}
+		if l.server != "" && s.Server != "" && s.Server != l.server {
+			another = append(another, s.Key)
+			continue
+		}
+		if s.Principal != "" && s.Principal != principal {
 			continue
 		}
 		k := listingKey{method: s.Method, page: s.Page, arg: s.Arg}
@@ -141,6 +148,14 @@ func (c *ResilientClient) readListingStore(ctx context.Context) {
 		}
 		e := &listingEntry{raw: s.Result, fetched: s.Fetched, principal: s.Principal, server: s.Server, fromStore: true, hasTTL: s.TTLMs != nil}
 		l.keep(k, e)
+	}
+	c.tools.mu.Unlock()
+	// Never to be served again: the server they came from is gone.
+	for _, key := range another {
+		if err := store.Delete(ctx, key); err != nil {
+			c.log.Warn("could not remove another server's listing from the listing store", "err", err)
+			return
+		}
 	}
 }
 

@@ -231,10 +231,19 @@ func TestServersErrorIsNotAnsweredStale(t *testing.T) {
 
 // A listing is never served stale across a change of the server's
 // identity: the client reconnected to another version, and the old one's
-// listing is dropped.
+// listing is dropped, from memory and from the listing store.
 func TestNoStaleListingAcrossServerIdentity(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { noStaleListingAcrossServerIdentity(t, nil) })
+	t.Run("FileListingStore", func(t *testing.T) { noStaleListingAcrossServerIdentity(t, fileStore(t, t.TempDir())) })
+}
+
+func noStaleListingAcrossServerIdentity(t *testing.T, store client.ListingStore) {
 	cfg := testserver.Config{Era: testserver.StatelessEra, ServerVersion: "1"}
-	r := rig.New(t, cfg, false, client.WithFailFastAfter(50*time.Millisecond), client.WithBackOff(rig.FastBackOff))
+	opts := []client.Option{client.WithFailFastAfter(50 * time.Millisecond), client.WithBackOff(rig.FastBackOff)}
+	if store != nil {
+		opts = append(opts, client.WithListingStore(store))
+	}
+	r := rig.New(t, cfg, false, opts...)
 	if _, err := r.C.ListTools(r.Ctx(), mcp.ListToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +263,21 @@ func TestNoStaleListingAcrossServerIdentity(t *testing.T) {
 	res, err := r.C.ListTools(ctx, mcp.ListToolsRequest{})
 	if !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("ListTools after the server changed and went = %+v, %v; want ErrUnavailable, not the old server's listing", names(res), err)
+	}
+	if store == nil {
+		return
+	}
+	stored, err := store.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range stored {
+		if l.Server != "resilientmcp-testserver 2" {
+			t.Errorf("the store still holds %s of %q", l.Method, l.Server)
+		}
+	}
+	if len(stored) == 0 {
+		t.Error("the store holds nothing: the new server's prompts/list is missing")
 	}
 }
 
