@@ -471,8 +471,9 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 		return zero, false
 	}
 	f := policy.StaleFailure{
-		NotAnswered:     errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown),
-		Answered:        errors.Is(err, ErrResponseTooLarge) || errors.Is(err, ErrAuthorizationRequired),
+		NotAnswered: errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown),
+		Answered: errors.Is(err, ErrResponseTooLarge) || errors.Is(err, ErrAuthorizationRequired) ||
+			errors.As(err, new(*InsufficientScopeError)),
 		CallerCancelled: errors.Is(ctx.Err(), context.Canceled),
 		Closed:          errors.Is(err, ErrClosed) || c.closed.Load(),
 	}
