@@ -30,8 +30,10 @@ import (
 //
 // The cache is the tool cache's (toolCache, tools.go): one lock, one
 // invalidation. The tools the replay decision reads are those of the same
-// listings, and a list_changed, a re-initialization or a server whose
-// identity changed invalidates both at once.
+// listings: a tools/list_changed ends both at once, a server whose identity
+// changed drops both, and after a new session refreshTools lists the tools
+// again for both (the other kinds are no longer fresh after a
+// re-initialization).
 //
 // A private answer is kept under the fingerprint of the credential the
 // client sent (credentials below), never under the token's subject: an
@@ -477,8 +479,8 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 		CallerCancelled: errors.Is(ctx.Err(), context.Canceled),
 		Closed:          errors.Is(err, ErrClosed) || c.closed.Load(),
 	}
-	if !f.NotAnswered || f.Answered || f.CallerCancelled || f.Closed {
-		return zero, false
+	if !policy.StaleIfError(f, 0, maxStale) {
+		return zero, false // whatever the age
 	}
 	c.readListingStore(ctx)
 	principal := c.principal()
