@@ -205,3 +205,50 @@ func agentRestartedListsStale(t *testing.T, where string) {
 		t.Fatalf("the agent restarted while the server is down: %q, want the previous process's listing %q, stale", second, tools)
 	}
 }
+
+// Within one client, a private answer is not served once the client sends
+// another credential (the server refused the old token and the client was
+// given a new one): the new token lists again. A public answer is.
+func TestPrivateListingNotServedAcrossATokenChange(t *testing.T) {
+	for _, scope := range []mcp.CacheScope{mcp.CacheScopePrivate, mcp.CacheScopePublic} {
+		t.Run(string(scope), func(t *testing.T) {
+			cfg := cached(scope)
+			cfg.RequireToken = "alice"
+			srv, err := testserver.Start(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Close)
+			tokens := client.WithBearerToken(func(_ context.Context, rejected string) (string, error) {
+				if rejected == "" {
+					return "alice", nil
+				}
+				return "bob", nil
+			})
+			c, err := client.New(srv.URL(), tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			srv.SetToken("bob")
+			if err := c.Ping(ctx); err != nil { // refused with alice's token, sent again with bob's
+				t.Fatal(err)
+			}
+			if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(2)
+			if scope == mcp.CacheScopePublic {
+				want = 1
+			}
+			if n := srv.RPCs("tools/list"); n != want {
+				t.Errorf("%d tools/list after the token changed, want %d", n, want)
+			}
+		})
+	}
+}
