@@ -92,14 +92,13 @@ func (o *listingOptions) maxStaleFor(k listingKind) time.Duration {
 
 // WithListingCache turns the cache of listings and reads on or off.
 // Default on: a listing or a resources/read whose result carries SEP-2549's
-// ttlMs is served from the client's memory until it expires, with no
-// request sent (a server that sends no ttlMs, or 0, is asked every time; one
-// beyond 24 h is taken as 24 h),
-// and a listing the server cannot answer is answered with the last good one,
-// marked stale (WithMaxStale). In the 2026-07-28 era, once the cache holds
-// an answer with a ttl, the client's sessions listen for the list changes
-// that end it (subscriptions/listen), as they do for an OnNotification
-// handler. Off, every listing and read is sent, and
+// ttlMs is served from the client's memory until it expires, with no request
+// sent (a server that sends no ttlMs, or 0, is asked every time; one beyond
+// 24 h is taken as 24 h), and a listing the server cannot answer is answered
+// with the last good one, marked stale (WithMaxStale). In the 2026-07-28
+// era, once the cache holds an answer with a ttl, the client's sessions
+// listen for the list changes that end it (subscriptions/listen), as they do
+// for an OnNotification handler. Off, every listing and read is sent, and
 // fails as it would without a cache: the client behaves as it did before the
 // cache existed.
 func WithListingCache(on bool) Option {
