@@ -355,7 +355,7 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 			// opens no session to show it.
 			server = info.Name + " " + info.Version
 		}
-		rememberListing(ctx, c, sp, out, gen, server)
+		c.putListing(ctx, sp.key, rememberListing(c, sp, out, gen, server))
 		return out, c.obs.endCall(ctx, nil)
 	}
 	if res, ok := staleAnswer(ctx, c, sp, err); ok {
@@ -386,8 +386,9 @@ func cachedFresh[T any](c *ResilientClient, sp *listingSpec[T]) (T, bool) {
 	return sp.clone(res), true
 }
 
-// rememberListing keeps a fresh answer, and writes it to the store.
-func rememberListing[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T], res T, gen uint64, server string) {
+// rememberListing keeps a fresh answer, and returns it as kept (for the
+// store: putListing).
+func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen uint64, server string) *listingEntry {
 	ttlMs, scope := sp.hints(res)
 	e := &listingEntry{value: sp.clone(res), fetched: time.Now(), server: server, gen: gen}
 	if ttlMs != nil {
@@ -430,13 +431,14 @@ func rememberListing[T any](ctx context.Context, c *ResilientClient, sp *listing
 			}
 		}
 	}
-	c.putListing(ctx, sp.key, e)
+	return e
 }
 
 // toolsListed keeps a complete tools/list the client made itself (to
 // decide a replay, or after a reconnect) as the cache's answer to ListTools:
 // one listing, one place. remember: it also fills the replay decision's
-// tools (refreshTools fills them itself).
+// tools, and the store; without, it is refreshTools' (which fills the tools
+// itself), in the dial, which waits for no store.
 func (c *ResilientClient) toolsListed(ctx context.Context, res *mcp.ListToolsResult, gen uint64, s *session, remember bool) {
 	sp := c.toolsSpec(mcp.ListToolsRequest{}, false)
 	if c.opts.listings.off {
@@ -448,9 +450,12 @@ func (c *ResilientClient) toolsListed(ctx context.Context, res *mcp.ListToolsRes
 		return
 	}
 	if !remember {
+		// refreshTools, in the dial: the session waits for nothing else.
 		sp.remember = nil
+		rememberListing(c, sp, res, gen, serverIdentity(s))
+		return
 	}
-	rememberListing(ctx, c, sp, res, gen, serverIdentity(s))
+	c.putListing(ctx, sp.key, rememberListing(c, sp, res, gen, serverIdentity(s)))
 }
 
 // anonymous is the principal of a private answer fetched without a
