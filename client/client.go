@@ -76,20 +76,22 @@ type ResilientClient struct {
 	tasks       TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
 	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials credentials    // the credential last sent, keying private answers (listings.go)
+	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
 	background  sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
-	// Lock order of the whole client, outermost first. Three chains:
+	// Lock order of the whole client, outermost first. Four chains:
 	//
 	//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
 	//     notifier.mu;
 	//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
 	//     notifier.mu (the breaker's openings and closings, in order);
 	//   - session.listenMu → memory.mu, then listens.mu (taken one after
-	//     the other, never together).
+	//     the other, never together);
+	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
 	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,

@@ -355,7 +355,7 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 			// opens no session to show it.
 			server = info.Name + " " + info.Version
 		}
-		c.putListing(ctx, sp.key, rememberListing(c, sp, out, gen, server))
+		c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
 		return out, c.obs.endCall(ctx, nil)
 	}
 	if res, ok := staleAnswer(ctx, c, sp, err); ok {
@@ -439,7 +439,7 @@ func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen u
 // one listing, one place. remember: it also fills the replay decision's
 // tools, and the store; without, it is refreshTools' (which fills the tools
 // itself), in the dial, which waits for no store.
-func (c *ResilientClient) toolsListed(ctx context.Context, res *mcp.ListToolsResult, gen uint64, s *session, remember bool) {
+func (c *ResilientClient) toolsListed(res *mcp.ListToolsResult, gen uint64, s *session, remember bool) {
 	sp := c.toolsSpec(mcp.ListToolsRequest{}, false)
 	if c.opts.listings.off {
 		if remember {
@@ -455,7 +455,7 @@ func (c *ResilientClient) toolsListed(ctx context.Context, res *mcp.ListToolsRes
 		rememberListing(c, sp, res, gen, serverIdentity(s))
 		return
 	}
-	c.putListing(ctx, sp.key, rememberListing(c, sp, res, gen, serverIdentity(s)))
+	c.putListing(sp.key, rememberListing(c, sp, res, gen, serverIdentity(s)))
 }
 
 // anonymous is the principal of a private answer fetched without a

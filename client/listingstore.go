@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/resilientmcp/resilientmcp/internal/atomicfile"
@@ -70,8 +71,9 @@ func storeKey(endpoint string, k listingKey, principal string) string {
 }
 
 // putListing writes a fresh answer to the store, if there is one and the
-// answer changed or was last written a while ago.
-func (c *ResilientClient) putListing(ctx context.Context, k listingKey, e *listingEntry) {
+// answer changed or was last written a while ago: in the background
+// (storeWriter), so that a slow store never holds the answer in hand.
+func (c *ResilientClient) putListing(k listingKey, e *listingEntry) {
 	store := c.opts.listings.store
 	if store == nil {
 		return
@@ -99,10 +101,69 @@ func (c *ResilientClient) putListing(ctx context.Context, k listingKey, e *listi
 		ms := ttl.Milliseconds()
 		sl.TTLMs = &ms
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listingStoreTimeout)
-	defer cancel()
-	if err := store.Put(ctx, sl); err != nil {
-		c.log.Warn("could not write a listing to the listing store", "method", k.method, "err", err)
+	c.storeWriter.put(c, sl)
+}
+
+// storeWriter writes answers to the listing store one at a time, the
+// newest of each key: a write never overtakes a newer one of the same
+// answer, and a slow store costs one goroutine, not a caller's time. Close
+// waits for the writes queued before it (each bounded by
+// listingStoreTimeout, and not cancelled by Close: an agent that lists and
+// exits keeps what it listed). Safe for concurrent use.
+type storeWriter struct {
+	mu      sync.Mutex // before toolCache.mu (put checks closed under it), else a leaf
+	pending map[string]StoredListing
+	running bool // a goroutine drains pending
+}
+
+func (w *storeWriter) put(c *ResilientClient, l StoredListing) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == nil {
+		w.pending = map[string]StoredListing{}
+	}
+	w.pending[l.Key] = l
+	if w.running {
+		return
+	}
+	// Close waits for the background work started before it; none may
+	// start after (it takes toolCache.mu once it has set closed).
+	c.tools.mu.Lock()
+	closed := c.closed.Load()
+	if !closed {
+		c.background.Add(1)
+	}
+	c.tools.mu.Unlock()
+	if closed {
+		return
+	}
+	w.running = true
+	go w.drain(c)
+}
+
+func (w *storeWriter) drain(c *ResilientClient) {
+	defer c.background.Done()
+	for {
+		w.mu.Lock()
+		var next StoredListing
+		found := false
+		for k, l := range w.pending {
+			next, found = l, true
+			delete(w.pending, k)
+			break
+		}
+		if !found {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), listingStoreTimeout)
+		err := c.opts.listings.store.Put(ctx, next)
+		cancel()
+		if err != nil {
+			c.log.Warn("could not write a listing to the listing store", "method", next.Method, "err", err)
+		}
 	}
 }
 

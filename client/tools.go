@@ -136,7 +136,7 @@ func (c *ResilientClient) fetchTools() (any, error) {
 		return err
 	})
 	if err == nil {
-		c.toolsListed(ctx, res, gen, server, true)
+		c.toolsListed(res, gen, server, true)
 	}
 	return nil, err
 }
@@ -170,7 +170,7 @@ func (c *ResilientClient) refreshTools(ctx context.Context, s *session) {
 	changed := !maps.EqualFunc(c.tools.tools, fresh, sameTool)
 	c.tools.tools, c.tools.fresh = fresh, gen
 	c.tools.mu.Unlock()
-	c.toolsListed(ctx, res, gen, s, false)
+	c.toolsListed(res, gen, s, false)
 	if changed {
 		// len(res.Tools), not len(fresh): fresh is the cache now, which a
 		// page listed meanwhile may be adding to.
