@@ -24,15 +24,22 @@ func (c *ResilientClient) do(ctx context.Context, method, tool string, send func
 	if c.closed.Load() {
 		return c.obs.endCall(ctx, ErrClosed)
 	}
-	c.stats.calls.Add(1)
-	c.stats.inFlight.Add(1)
-	defer c.stats.inFlight.Add(-1)
-	c.budget.Deposit()
-	err := c.run(ctx, method, tool, send)
+	err := c.account(ctx, method, tool, send)
 	if err != nil {
 		c.stats.record(err)
 	}
 	return c.obs.endCall(ctx, err)
+}
+
+// account is a call's attempts (run), counted in Stats but for how it
+// failed: a listing answered stale in place of its error did not fail
+// (listings.go).
+func (c *ResilientClient) account(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
+	c.stats.calls.Add(1)
+	c.stats.inFlight.Add(1)
+	defer c.stats.inFlight.Add(-1)
+	c.budget.Deposit()
+	return c.run(ctx, method, tool, send)
 }
 
 // run is do without the call's accounting, for requests the client makes

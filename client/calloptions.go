@@ -32,6 +32,7 @@ type callOptions struct {
 	repeat          policy.Repeat
 	failFast        bool
 	asTask          bool  // AsTask
+	fresh           bool  // Fresh
 	invalid         error // the first invalid option: every call made with it fails with it
 	// ofTask: a request a task call makes on its behalf (the creating
 	// tools/call, tasks/get, tasks/result, tasks/cancel). The task call

@@ -73,22 +73,25 @@ type ResilientClient struct {
 	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	tasks      TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
-	tools      toolCache      // the server's tools, for the replay decision
-	background sync.WaitGroup // the client's own requests (listing tools); Close waits for them
+	tasks       TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
+	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
+	credentials credentials    // the credential last sent, keying private answers (listings.go)
+	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
+	background  sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
-	// Lock order of the whole client, outermost first. Three chains:
+	// Lock order of the whole client, outermost first. Four chains:
 	//
 	//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
 	//     notifier.mu;
 	//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
 	//     notifier.mu (the breaker's openings and closings, in order);
 	//   - session.listenMu → memory.mu, then listens.mu (taken one after
-	//     the other, never together).
+	//     the other, never together);
+	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
 	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
@@ -176,6 +179,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	// The observers' layer goes beneath the token's: a resend after a 401
 	// is an attempt of its own.
 	beneath := c.obs.wrap(next)
+	if !o.listings.off {
+		// Beneath the token's layer: the credential each request went
+		// out with keys the private answers it brings (listings.go).
+		beneath = c.credentials.wrap(beneath)
+	}
 	tr.SendThrough(beneath)
 	if layer := c.authLayer(beneath, u); layer != nil {
 		tr.SendThrough(layer)
@@ -351,6 +359,7 @@ func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) 
 // onServerNotification receives every session's notifications, on its
 // reader: it must not block.
 func (c *ResilientClient) onServerNotification(n mcp.JSONRPCNotification) {
+	c.invalidateListings(n)
 	switch n.Method {
 	case mcp.MethodNotificationToolsListChanged:
 		c.markToolsStale()

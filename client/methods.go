@@ -61,6 +61,9 @@ func (c *ResilientClient) Ping(ctx context.Context) error {
 // cursor. Safe to repeat, so it is sent again after any failure a retry can
 // fix.
 func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, resourcesSpec(req, true))
+	}
 	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResourcesByPage(ctx, req)
 	})
@@ -70,6 +73,9 @@ func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListR
 // as one call: a failure a retry can fix lists them again from the first
 // page.
 func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, resourcesSpec(req, false))
+	}
 	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResources(ctx, req)
 	})
@@ -78,6 +84,9 @@ func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourc
 // ListResourceTemplatesByPage lists one page of the server's resource
 // templates, from req's cursor. Safe to repeat.
 func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, templatesSpec(req, true))
+	}
 	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplatesByPage(ctx, req)
 	})
@@ -86,6 +95,9 @@ func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req m
 // ListResourceTemplates lists every resource template, following the pages
 // as one call, as ListResources does.
 func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, templatesSpec(req, false))
+	}
 	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplates(ctx, req)
 	})
@@ -97,6 +109,9 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 // by the handlers of WithClientOptions, as with mcp-go.
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	ctx = c.obs.resource(ctx, req.Params.URI)
+	if !c.opts.listings.off {
+		return cached(ctx, c, readSpec(req))
+	}
 	return call(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
 	})
@@ -137,6 +152,9 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 // ListPromptsByPage lists one page of the server's prompts, from req's
 // cursor. Safe to repeat.
 func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, promptsSpec(req, true))
+	}
 	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPromptsByPage(ctx, req)
 	})
@@ -145,6 +163,9 @@ func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPro
 // ListPrompts lists every prompt, following the pages as one call, as
 // ListResources does.
 func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, promptsSpec(req, false))
+	}
 	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPrompts(ctx, req)
 	})
@@ -162,6 +183,9 @@ func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptReques
 // ListToolsByPage lists one page of tools. Their annotations inform the
 // replay decision; listing is never needed for it.
 func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, c.toolsSpec(req, true))
+	}
 	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listToolsByPage(ctx, mc, req)
 	})
@@ -181,7 +205,15 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 // server's bytes and the typed schema is empty, as mcp-go has it for a tool
 // with a raw schema; read the raw one first. So for every listing method,
 // and for the tools WithRetryToolCall is given.
+//
+// Like every listing and ReadResource, it is answered from the client's
+// cache within the ttlMs the server gave (SEP-2549; Fresh asks the server),
+// and, when the server cannot answer, with the last good listing, marked
+// stale (Stale, WithMaxStale). WithListingCache(false) turns both off.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	if !c.opts.listings.off {
+		return cached(ctx, c, c.toolsSpec(req, false))
+	}
 	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listTools(ctx, mc, req)
 	})

@@ -89,6 +89,8 @@ type callTrace struct {
 	requestID string // of the attempt's last request, if its body was read
 	proto     string // HTTP version of the attempt's last response
 	refused   bool   // a replay was refused
+	fromCache bool   // answered from the cache (listings.go)
+	stale     bool   // ... in place of an error
 	toolError bool   // the tools/call's result has IsError
 	// lastType and lastCode are the ErrorType and RPCCode of the last
 	// attempt's failure, "" once the call went on after it: the call's own
@@ -173,12 +175,25 @@ func (o *observers) endCall(ctx context.Context, err error) error {
 
 func (ct *callTrace) end(err error) {
 	ct.mu.Lock()
-	end := CallEnd{Err: err, Attempts: ct.attempts, ReplayRefused: ct.refused}
+	end := CallEnd{Err: err, Attempts: ct.attempts, ReplayRefused: ct.refused, FromCache: ct.fromCache, Stale: ct.stale}
 	toolError, lastType, lastCode := ct.toolError, ct.lastType, ct.lastCode
 	ct.mu.Unlock()
 	end.ErrorType, end.RPCCode = callErrorType(err, toolError, lastType, lastCode)
 	for _, ob := range ct.o.list {
 		ob.EndCall(ct.Context, end)
+	}
+}
+
+// fromCache records that the call ctx (startCall's) is answered from the
+// cache of listings, stale or within its ttl.
+func (o *observers) fromCache(ctx context.Context, stale bool) {
+	if o == nil {
+		return
+	}
+	if ct, ok := ctx.(*callTrace); ok {
+		ct.mu.Lock()
+		ct.fromCache, ct.stale = true, stale
+		ct.mu.Unlock()
 	}
 }
 

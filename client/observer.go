@@ -258,6 +258,11 @@ type CallEnd struct {
 	// sent again because it is not safe to repeat (the error is then
 	// ErrOutcomeUnknown).
 	ReplayRefused bool
+	// FromCache: a listing or a read answered from the client's cache:
+	// within the ttlMs the server gave (Attempts is 0: nothing was sent),
+	// or, with Stale, in place of the error its attempts met, with the
+	// last good answer (WithMaxStale). Err is nil.
+	FromCache, Stale bool
 }
 
 // Event is something that happened outside calls: HandleEvent's argument,

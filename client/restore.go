@@ -97,7 +97,9 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 // callers of Listen asked for.
 func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 	subs, _ := c.memory.snapshot()
-	listening := c.notifications.hasHandlers()
+	// The cache of listings hears of changes too, once it holds an answer
+	// with a ttl (listings.go).
+	listening := c.notifications.hasHandlers() || c.tools.listings.listen.Load()
 	return c.listens.union(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,
 		PromptsListChanged:    listening,

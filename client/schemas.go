@@ -122,12 +122,12 @@ func sameJSON(typed any, raw json.RawMessage) bool {
 	if err != nil {
 		return false
 	}
-	a, okA := decodeJSON(enc)
-	b, okB := decodeJSON(raw)
+	a, okA := decodeNumbers(enc)
+	b, okB := decodeNumbers(raw)
 	return okA && okB && reflect.DeepEqual(a, b)
 }
 
-func decodeJSON(raw []byte) (any, bool) {
+func decodeNumbers(raw []byte) (any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

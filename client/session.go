@@ -181,6 +181,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	c.obs.sessionOpened(s, prev, lost)
 	c.noteServerChange(prev, s)
+	c.listingsOpened(s, openReason(prev, lost))
 	c.refreshTools(ctx, s)
 	c.watch(s)
 	return s, nil

@@ -52,6 +52,12 @@ type Stats struct {
 	SessionsOpened, SessionsLost uint64
 	LastLoss                     LossReason
 
+	// CacheHits counts listings and reads answered from the cache within
+	// the ttlMs the server gave (no request sent); StaleAnswers those
+	// answered with the last good answer, marked stale, because the server
+	// could not answer (WithMaxStale). Both are counted in Calls too.
+	CacheHits, StaleAnswers uint64
+
 	Sessions int // sessions in service now
 	InFlight int // calls in progress now
 	// FailingFast: the circuit breaker (WithFailFastAfter) is open now:
@@ -70,6 +76,7 @@ type counters struct {
 	outcomeUnknown, unavailable, authReqd atomic.Uint64
 	wrongAnswers, failedFast              atomic.Uint64
 	sessionsOpened, sessionsLost          atomic.Uint64
+	cacheHits, staleAnswers               atomic.Uint64
 	lastLoss                              atomic.Int32 // policy.Loss
 	inFlight                              atomic.Int64
 }
@@ -118,6 +125,8 @@ func (c *ResilientClient) Stats() Stats {
 		SessionsOpened:        c.stats.sessionsOpened.Load(),
 		SessionsLost:          c.stats.sessionsLost.Load(),
 		LastLoss:              lossReason(policy.Loss(c.stats.lastLoss.Load())),
+		CacheHits:             c.stats.cacheHits.Load(),
+		StaleAnswers:          c.stats.staleAnswers.Load(),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
 		FailingFast:           c.brk.Load().isOpen(),

@@ -24,6 +24,9 @@ type toolCache struct {
 	tools map[string]mcp.Tool // nil until the tools were first listed
 	gen   uint64              // counts changes announced by the server
 	fresh uint64              // gen of the listing in tools; != gen: stale
+	// listings are the answers to listings and reads, tools/list's among
+	// them: the tools above are theirs (listings.go).
+	listings listingEntries
 }
 
 // rememberTools caches tools; complete replaces the cache, a page adds to it.
@@ -125,15 +128,15 @@ func (c *ResilientClient) fetchTools() (any, error) {
 	ctx, cancel := context.WithTimeout(c.lifetime, c.opts.callTimeout)
 	defer cancel()
 	var res *mcp.ListToolsResult
+	var server *session
 	err := c.run(ctx, string(mcp.MethodToolsList), "", func(ctx context.Context, s *session) error {
 		var err error
 		res, err = listTools(ctx, s.mc, mcp.ListToolsRequest{})
+		server = s
 		return err
 	})
 	if err == nil {
-		c.tools.mu.Lock()
-		c.rememberToolsLocked(res.Tools, true, gen)
-		c.tools.mu.Unlock()
+		c.toolsListed(res, gen, server, true)
 	}
 	return nil, err
 }
@@ -167,6 +170,7 @@ func (c *ResilientClient) refreshTools(ctx context.Context, s *session) {
 	changed := !maps.EqualFunc(c.tools.tools, fresh, sameTool)
 	c.tools.tools, c.tools.fresh = fresh, gen
 	c.tools.mu.Unlock()
+	c.toolsListed(res, gen, s, false)
 	if changed {
 		// len(res.Tools), not len(fresh): fresh is the cache now, which a
 		// page listed meanwhile may be adding to.

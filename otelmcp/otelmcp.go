@@ -114,6 +114,10 @@ const (
 	CallAttemptsKey  = attribute.Key("resilientmcp.call.attempts")
 	AnswerRefusalKey = attribute.Key("resilientmcp.answer.refusal")
 	SessionStateKey  = attribute.Key("resilientmcp.session.state")
+	// CacheKey marks a call answered from the client's cache of listings
+	// and reads: "hit" within the server's ttlMs (nothing was sent),
+	// "stale" in place of the error its attempts met (client.WithMaxStale).
+	CacheKey = attribute.Key("resilientmcp.cache")
 )
 
 // An Option configures NewObserver. Options are immutable values.
@@ -477,6 +481,12 @@ func (o *observer) EndCall(ctx context.Context, end client.CallEnd) {
 	if c.span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 8)
 		attrs = append(attrs, CallAttemptsKey.Int(end.Attempts))
+		switch {
+		case end.Stale:
+			attrs = append(attrs, CacheKey.String("stale"))
+		case end.FromCache:
+			attrs = append(attrs, CacheKey.String("hit"))
+		}
 		if c.protocol != "" {
 			attrs = append(attrs, semconv.McpProtocolVersionKey.String(c.protocol))
 		}

@@ -485,3 +485,35 @@ func TestNoopProvidersAreAskedNothing(t *testing.T) {
 		}
 	}
 }
+
+// A listing answered from the client's cache is a call span of its own,
+// marked: "hit" within the server's ttlMs, with no attempt under it;
+// "stale" when the server is down, after its attempt failed (F48).
+func TestCachedListingIsMarked(t *testing.T) {
+	tm := newTelemetry(t)
+	srv := startServer(t, testserver.Config{Era: testserver.StatelessEra, CacheTTLMs: 60000, CacheScope: mcp.CacheScopePublic})
+	c := newClient(t, tm, srv.URL())
+	for range 2 {
+		if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Stop()
+	res, err := c.ListTools(client.WithCallOptions(t.Context(), client.Fresh(), client.FailFast()), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("ListTools with the server down = %v, want the stale listing", err)
+	}
+	if _, stale := client.Stale(res.Meta); !stale {
+		t.Fatal("ListTools with the server down is not marked stale")
+	}
+	spans := tm.callSpans("tools/list")
+	if len(spans) != 3 {
+		t.Fatalf("%d tools/list spans, want 3", len(spans))
+	}
+	wantNoAttr(t, spans[0], otelmcp.CacheKey)
+	wantAttrs(t, spans[1], otelmcp.CacheKey.String("hit"), otelmcp.CallAttemptsKey.Int(0))
+	wantAttrs(t, spans[2], otelmcp.CacheKey.String("stale"))
+	if spans[2].Status().Code == codes.Error {
+		t.Errorf("the stale answer's span has status %v: it succeeded", spans[2].Status())
+	}
+}

@@ -29,7 +29,14 @@ func newMCPServer(s *Server, cfg Config, subs *subscriptions) *server.MCPServer 
 	if cfg.PageSize > 0 {
 		opts = append(opts, server.WithPaginationLimit(cfg.PageSize))
 	}
-	m := server.NewMCPServer("resilientmcp-testserver", "1.0.0", opts...)
+	if cfg.CacheTTLMs > 0 {
+		opts = append(opts, server.WithCacheHints(cfg.CacheTTLMs, cfg.CacheScope))
+	}
+	version := "1.0.0"
+	if cfg.ServerVersion != "" {
+		version = cfg.ServerVersion
+	}
+	m := server.NewMCPServer("resilientmcp-testserver", version, opts...)
 	for _, t := range tools(s, cfg.Tools, cfg.ToolRan) {
 		m.AddTool(t.Tool, t.Handler)
 	}
@@ -282,6 +289,36 @@ func (s *Server) UpdateResource(uri string) {
 	}
 	for _, cs := range listeners {
 		// The transport's forwarder tags this with the subscription id.
+		select {
+		case cs.NotificationChannel() <- note:
+		default:
+		}
+	}
+}
+
+// AnnounceListChanged sends method (notifications/tools/list_changed, or
+// its prompts' or resources' sibling) to every session: those of the
+// session era, and stateless-era clients with an open subscriptions/listen
+// stream (mcp-go's transport passes it on if the stream's filter asks for
+// it). Best effort, as UpdateResource.
+func (s *Server) AnnounceListChanged(method string) {
+	s.mu.Lock()
+	inst := s.inst
+	s.mu.Unlock()
+	if inst == nil {
+		return
+	}
+	inst.mcp.SendNotificationToAllClients(method, nil)
+	inst.subs.mu.Lock()
+	var listeners []server.ClientSession
+	for cs, ctx := range inst.subs.listeners {
+		if ctx.Err() == nil {
+			listeners = append(listeners, cs)
+		}
+	}
+	inst.subs.mu.Unlock()
+	note := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}}
+	for _, cs := range listeners {
 		select {
 		case cs.NotificationChannel() <- note:
 		default:

@@ -124,6 +124,14 @@ type Config struct {
 	// first do: each initialize POST waits this long (or until the
 	// request ends) before mcp-go handles it.
 	SlowInitialize time.Duration
+	// CacheTTLMs, if positive, is the SEP-2549 ttlMs the server gives its
+	// listings and reads (server.WithCacheHints), with CacheScope ("":
+	// private). mcp-go gives them to 2026-07-28 requests only.
+	CacheTTLMs int64
+	CacheScope mcp.CacheScope
+	// ServerVersion, if set, is the version in the server's serverInfo
+	// (default "1.0.0"): a restart with another is another server.
+	ServerVersion string
 	// ServerWideTasks (with TaskTools) keeps the tasks of the task tools
 	// in the Server's own store, which outlives sessions and restarts,
 	// rather than in mcp-go's (one generation, bound to the session).
