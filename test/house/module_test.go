@@ -23,7 +23,7 @@ const (
 
 	// mostRequired is how many modules a program importing only client
 	// lists in its go.mod, resilientmcp included: mcp-go and its six,
-	// backoff, oauth2 and sync (README, "Modules").
+	// backoff, oauth2 and sync (docs/modules.md).
 	mostRequired = 11
 )
 

@@ -61,7 +61,7 @@ func TestElicitationDefaultsAcrossRestart(t *testing.T) {
 			}
 			// A safe call first: profile is not safe to repeat, and right
 			// after a restart a call may meet a connection the old server
-			// closed (README, "Known limits").
+			// closed (docs/failures.md, "Known limits").
 			r.MustEcho("after the restart")
 			got = profile(accept(nil))
 			want = map[string]any{"name": "John Doe", "age": 30.0, "score": 95.5, "status": "active", "verified": true}

@@ -1,7 +1,7 @@
 // Command benchspread turns the output of `go test -bench` run several
 // times (-count=N) into the least, median and greatest value of every
 // metric of every benchmark, as a markdown table, so that each figure
-// published in README.md and BENCHMARKS.md comes from one pipeline:
+// published in BENCHMARKS.md and docs/ comes from one pipeline:
 //
 //	go test -run '^$' -bench BenchmarkCallLatency -benchmem -count=5 ./test/bench | go run ./tools/benchspread
 //
