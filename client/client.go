@@ -50,8 +50,9 @@ type ResilientClient struct {
 	ownTransport     *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
 	transportOptions []transport.StreamableHTTPCOption
 	log              *slog.Logger
-	oauth            *auth.OAuth // WithOAuth's token source, nil without
-	obs              *observers  // WithObserver's, nil without
+	oauth            *auth.OAuth      // WithOAuth's token source, nil without
+	obs              *observers       // WithObserver's, nil without
+	stdio            *stdioSupervisor // NewStdio's processes, nil over HTTP (stdio.go)
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
@@ -128,6 +129,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			opt.apply(&o)
 		}
 	}
+	if o.stdio.set {
+		o.invalidf("an option of NewStdio's (WithStdioEnv, WithStdioDir, WithRestartLimit, WithStdioStopTimeout) given to New")
+	}
 	if o.tlsConfig != nil && u.Scheme != "https" {
 		o.invalidf("WithTLSConfig for %s endpoint %q: there is no TLS to configure", u.Scheme, endpoint)
 	}
@@ -191,6 +195,27 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	if o.headerFunc != nil {
 		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
 	}
+	c.init(endpoint)
+	return c, nil
+}
+
+// init makes what every client has, over HTTP or stdio: its lifetime, the
+// shared deadlines, the state notifier and the pool of sessions. target
+// names the server in the log.
+func (c *ResilientClient) init(target string) {
+	o := &c.opts
+	if c.budget == nil {
+		c.budget = o.retryBudget
+	}
+	if c.budget == nil {
+		c.budget = retry.DefaultBudget()
+	}
+	if c.tasks == nil {
+		c.tasks = o.taskStore
+	}
+	if c.tasks == nil {
+		c.tasks = newMemoryTaskStore()
+	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.share(c.deadlines)
@@ -222,12 +247,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
 				return // said once (affinity.go)
 			}
-			c.log.Warn("dial failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
+			c.log.Warn("dial failed", "endpoint", target, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
 	})
-	return c, nil
 }
 
 // initRequest is the request sessions are initialized with: the caller's
@@ -324,6 +348,9 @@ func (c *ResilientClient) Close() error {
 // (WithTransportWrapper), which may not pass the call on (otelhttp's does
 // not).
 func (c *ResilientClient) closeIdleConnections() {
+	if c.httpClient == nil {
+		return // a stdio client's
+	}
 	c.httpClient.CloseIdleConnections()
 	if c.ownTransport != nil && c.opts.wrapTransport != nil {
 		c.ownTransport.CloseIdleConnections()

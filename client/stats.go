@@ -61,6 +61,16 @@ type Stats struct {
 	// OutageSince is when the current outage began (the failure that left
 	// no session in service); the zero Time when there is none.
 	OutageSince time.Time
+
+	// Of a stdio server's processes (NewStdio); zero over HTTP. Restarts
+	// counts the processes started after a member's first; LastExit is how
+	// the last one that exited ended (zero When: none yet); PID is the
+	// process of the first member running now, 0 if none; StdoutSkipped
+	// counts the stdout lines that were not JSON-RPC.
+	Restarts      uint64
+	LastExit      ProcessExit
+	PID           int
+	StdoutSkipped uint64
 }
 
 type counters struct {
@@ -98,7 +108,7 @@ func (c *ResilientClient) Stats() Stats {
 	if c.oauth != nil {
 		refreshes, refreshFailures, authorizations = c.oauth.Counts()
 	}
-	return Stats{
+	st := Stats{
 		TokenRefreshes:        refreshes,
 		TokenRefreshFailures:  refreshFailures,
 		Authorizations:        authorizations,
@@ -123,4 +133,6 @@ func (c *ResilientClient) Stats() Stats {
 		FailingFast:           c.brk.Load().isOpen(),
 		OutageSince:           c.brk.Load().outageSince(),
 	}
+	c.stdioStats(&st)
+	return st
 }
