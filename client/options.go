@@ -60,14 +60,15 @@ type options struct {
 	logger           *slog.Logger
 	maxResponseBytes int64
 	keepIdleConn     bool
-	noCookies        bool         // WithCookies(false)
-	taskCalls        bool         // WithTaskCalls
-	taskStore        TaskStore    // WithTaskStore; nil: one in memory
-	stdio            stdioOptions // NewStdio's own (stdio.go)
+	noCookies        bool      // WithCookies(false)
+	taskCalls        bool      // WithTaskCalls
+	taskStore        TaskStore // WithTaskStore; nil: one in memory
 	invalid          []error
 	// frozenProber keeps the background prober from running, as in a
 	// process frozen between requests (serverless); tests set it.
 	frozenProber bool
+
+	stdio stdioOptions // NewStdio's own (stdio.go)
 }
 
 // defaultKeepAlive is the keepalive interval unless WithKeepAlive says
