@@ -50,9 +50,10 @@ type ResilientClient struct {
 	ownTransport     *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
 	transportOptions []transport.StreamableHTTPCOption
 	log              *slog.Logger
-	oauth            *auth.OAuth      // WithOAuth's token source, nil without
-	obs              *observers       // WithObserver's, nil without
-	stdio            *stdioSupervisor // NewStdio's processes, nil over HTTP (stdio.go)
+	oauth            *auth.OAuth // WithOAuth's token source, nil without
+	obs              *observers  // WithObserver's, nil without
+
+	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
