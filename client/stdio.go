@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -362,7 +363,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	c.obs.processEvent(ProcessStarted{PID: p.pid, Member: member, Restart: restart})
 	c.log.Info("server process started", "command", sup.spec.command, "pid", p.pid, "member", member, "restart", restart)
 
-	mc := mcpclient.NewClient(transport.NewIO(p.filter, p.stdin, nil), c.opts.clientOptions...)
+	mc := mcpclient.NewClient(transport.NewIO(p.filter, stdinWriter{p.stdin}, nil), c.opts.clientOptions...)
 	fail := func(err error) (*session, error) {
 		_ = mc.Close()
 		p.stop()
@@ -398,6 +399,22 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	}
 	return s, nil
 }
+
+// stdinWriter is the process's stdin as mcp-go writes to it: a write that
+// wrote nothing is a *wire.UnwrittenError, which the policy knows did not
+// run (a request sent after the process died is NotSent, not
+// OutcomeUnknown).
+type stdinWriter struct{ f *os.File }
+
+func (w stdinWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if err != nil && n == 0 {
+		err = &wire.UnwrittenError{Err: err}
+	}
+	return n, err
+}
+
+func (w stdinWriter) Close() error { return w.f.Close() }
 
 // awaitStart waits until member's next process may start, as the restart
 // intensity says; if that is past ctx's deadline, it fails at once and the

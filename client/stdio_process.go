@@ -113,8 +113,12 @@ func (p *stdioProcess) wait() {
 	defer close(p.done)
 	_ = p.cmd.Wait()
 	when := time.Now()
-	waitFor(p.stderrDone, tailWait)
-	waitFor(p.filter.ended, tailWait) // the last answers it wrote reach their calls
+	if !p.stopping.Load() {
+		// A crash: its last words, and the last answers it wrote, which
+		// reach their calls.
+		waitFor(p.stderrDone, tailWait)
+		waitFor(p.filter.ended, tailWait)
+	}
 	p.exit = exitOf(p.pid, p.cmd.ProcessState, p.started, when, p.tail.lines())
 	close(p.exited)
 	if p.onExit != nil {

@@ -14,8 +14,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// serverBin is the test server, built once by TestMain.
-var serverBin string
+// serverBin is the test server, built once by TestMain; goSDKBin and
+// mcpGoBin are go-sdk's and mcp-go's example "everything" servers.
+var serverBin, goSDKBin, mcpGoBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "stdiotest")
@@ -23,12 +24,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	serverBin = filepath.Join(dir, "stdioserver")
-	build := exec.Command("go", "build", "-o", serverBin, "github.com/resilientmcp/resilientmcp/test/internal/stdioserver")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the stdio test server:", err)
-		os.Exit(1)
+	serverBin, goSDKBin, mcpGoBin = filepath.Join(dir, "stdioserver"), filepath.Join(dir, "gosdk-everything"), filepath.Join(dir, "mcpgo-everything")
+	for bin, pkg := range map[string]string{
+		serverBin: "github.com/resilientmcp/resilientmcp/test/internal/stdioserver",
+		goSDKBin:  "github.com/modelcontextprotocol/go-sdk/examples/server/everything",
+		mcpGoBin:  "github.com/mark3labs/mcp-go/examples/everything",
+	} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", pkg, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/retry"
 )
 
 // fastBackOff restarts within tens of milliseconds, so that the tests
@@ -181,14 +182,29 @@ func TestStdioSIGKILLUnderLoad(t *testing.T) {
 }
 
 // assertGroupGone checks in /proc that no process of the group led by pgid
-// is left, and no zombie child of the test.
+// is left, and no zombie child of the test: at once after Close, within 3 s
+// after a replacement (the old process is stopped in the background).
 func assertGroupGone(t *testing.T, pgid int) {
 	t.Helper()
+	var left []string
+	for range 60 {
+		if left = groupLeft(t, pgid); len(left) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, l := range left {
+		t.Error(l)
+	}
+}
+
+func groupLeft(t *testing.T, pgid int) []string {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Skip("no /proc")
 	}
 	me := os.Getpid()
+	var left []string
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -202,13 +218,261 @@ func assertGroupGone(t *testing.T, pgid int) {
 		s := string(b)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 		state, ppid, pgrp := f[0], atoi(f[1]), atoi(f[2])
-		if pgrp == pgid {
-			t.Errorf("process %d of the group %d left (state %s): %s", pid, pgid, state, s)
+		// A zombie of another parent (a grandchild orphaned to init) is
+		// dead, and its reaping is init's.
+		if pgrp == pgid && (state != "Z" || ppid == me) {
+			left = append(left, fmt.Sprintf("process %d of the group %d left (state %s): %.60s", pid, pgid, state, s))
 		}
 		if ppid == me && state == "Z" {
-			t.Errorf("zombie child %d: %s", pid, s)
+			left = append(left, fmt.Sprintf("zombie child %d: %.60s", pid, s))
+		}
+	}
+	return left
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestStdioHangReplaced: a process alive but silent (SIGSTOP) is found by
+// its keepalive ping and replaced within about 1.5 keepalive intervals; a
+// call in flight on it that is safe to repeat is answered by the next.
+func TestStdioHangReplaced(t *testing.T) {
+	const interval = 400 * time.Millisecond
+	c, _ := newClient(t, nil, client.WithKeepAlive(interval), client.WithKeepAliveTimeout(interval/4))
+	pid := pidOf(t, c)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// In flight on the stopped process: answered by the next one.
+	got, err := call(ctx, c, "echo", map[string]any{"text": "after the hang"})
+	if err != nil || got != "after the hang" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+	took := time.Since(stopped)
+	newPID := c.Stats().PID
+	if newPID == pid || newPID == 0 {
+		t.Fatalf("PID %d after the hang, was %d", newPID, pid)
+	}
+	t.Logf("replaced in %v (keepalive %v)", took, interval)
+	if took > interval*3/2+interval/4+500*time.Millisecond {
+		t.Errorf("replaced after %v; want about 1.5 keepalive intervals (%v)", took, interval*3/2)
+	}
+	_ = c.Close()
+	assertGroupGone(t, pid)
+}
+
+// TestStdioCrashLoop: a server that exits at once on every start makes
+// fewer than 10 starts in 10 s; calls fail fast with ErrUnavailable and the
+// last stderr lines; once the server comes good, it is used again.
+func TestStdioCrashLoop(t *testing.T) {
+	crashIf := filepath.Join(t.TempDir(), "crash")
+	if err := os.WriteFile(crashIf, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var starts sync.Map
+	var nstarts atomicCount
+	obs := observerFunc(func(ev client.Event) {
+		if ps, ok := ev.(client.ProcessStarted); ok {
+			starts.Store(ps.PID, time.Now())
+			nstarts.add()
+		}
+	})
+	c, _ := newClient(t, []string{"STDIOSERVER_CRASH_IF=" + crashIf},
+		client.WithBackOff(retry.DefaultBackOff), client.WithObserver(obs))
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := call(ctx, c, "echo", map[string]any{"text": "x"})
+	if !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("first call: %v; want ErrUnavailable", err)
+	}
+	t.Logf("first call failed after %v: %v", time.Since(began), err)
+	// Fail fast now, with the stderr tail.
+	at := time.Now()
+	_, err = call(ctx, c, "echo", map[string]any{"text": "x"})
+	if !errors.Is(err, client.ErrUnavailable) || !strings.Contains(err.Error(), "configuration missing") {
+		t.Fatalf("call while crash-looping: %v; want ErrUnavailable with the stderr tail", err)
+	}
+	var pe *client.ProcessExitError
+	if !errors.As(err, &pe) || pe.Exit.Code != 3 {
+		t.Errorf("errors.As ProcessExitError: %v", pe)
+	}
+	if d := time.Since(at); d > 100*time.Millisecond {
+		t.Errorf("a call while crash-looping took %v; want at once", d)
+	}
+	for time.Since(began) < 10*time.Second {
+		time.Sleep(100 * time.Millisecond)
+	}
+	n := nstarts.load()
+	t.Logf("%d starts in 10s; Stats %+v", n, c.Stats().LastExit)
+	if n >= 10 {
+		t.Errorf("%d starts in 10 s; want fewer than 10", n)
+	}
+	// It comes good: used again, within a step of the backoff.
+	if err := os.Remove(crashIf); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	deadline := time.Now().Add(25 * time.Second)
+	for {
+		got, err := call(ctx2, c, "echo", map[string]any{"text": "good"})
+		if err == nil && got == "good" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server that came good is not used: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type atomicCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (a *atomicCount) add() { a.mu.Lock(); a.n++; a.mu.Unlock() }
+func (a *atomicCount) load() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}
+
+// observerFunc is an Observer of events only.
+type observerFunc func(client.Event)
+
+func (f observerFunc) StartCall(ctx context.Context, _ client.CallInfo) context.Context { return ctx }
+func (f observerFunc) StartAttempt(ctx context.Context, _ client.AttemptInfo) context.Context {
+	return ctx
+}
+func (f observerFunc) EndAttempt(context.Context, client.AttemptEnd) {}
+func (f observerFunc) EndCall(context.Context, client.CallEnd)       {}
+func (f observerFunc) HandleEvent(_ client.Server, ev client.Event)  { f(ev) }
+
+// TestStdioCloseEndsTheGroup: Close ends the whole process group, a shell
+// leader, a server that ignores SIGTERM and stays after stdin ends, and a
+// grandchild started through a shell that ignores SIGTERM and holds the
+// pipes; nothing of the group is left, and no zombie.
+func TestStdioCloseEndsTheGroup(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "ran.log")
+	c, err := client.NewStdio("/bin/sh", []string{"-c", serverBin + "; echo server exited >&2"},
+		client.WithStdioEnv("STDIOSERVER_LOG="+log, "STDIOSERVER_GRANDCHILD=1", "STDIOSERVER_IGNORE_TERM=1"),
+		client.WithStdioStopTimeout(200*time.Millisecond), client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pid := pidOf(t, c) // the server, the shell's child
+	leader := c.Stats().PID
+	if leader == pid {
+		t.Fatalf("the shell exec'd the server: no grandchild to test")
+	}
+	began := time.Now()
+	_ = c.Close()
+	t.Logf("Close took %v", time.Since(began))
+	assertGroupGone(t, leader)
+	if err := syscall.Kill(pid, 0); err == nil {
+		if state := procState(pid); state != "Z" {
+			t.Errorf("the server %d is alive after Close (state %s)", pid, state)
 		}
 	}
 }
 
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+// TestStdioEnvironment: the process gets only the harmless variables of
+// the agent's environment, and what WithStdioEnv passes.
+func TestStdioEnvironment(t *testing.T) {
+	t.Setenv("RESILIENTMCP_TEST_SECRET", "s3cr3t")
+	out := filepath.Join(t.TempDir(), "env")
+	c, err := client.NewStdio("/bin/sh", []string{"-c", "env > " + out + "; exec " + serverBin},
+		client.WithStdioEnv("PASSED=yes"), client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pidOf(t, c)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(b)
+	if strings.Contains(env, "s3cr3t") || !strings.Contains(env, "PASSED=yes") || !strings.Contains(env, "PATH=") {
+		t.Errorf("environment of the server:\n%s", env)
+	}
+}
+
+// TestStdioGarbageOnStdout: lines on stdout that are not JSON-RPC are
+// skipped and counted, never a crash.
+func TestStdioGarbageOnStdout(t *testing.T) {
+	c, _ := newClient(t, []string{"STDIOSERVER_GARBAGE=1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		if got, err := call(ctx, c, "echo", map[string]any{"text": "ok"}); err != nil || got != "ok" {
+			t.Fatalf("echo = %q, %v", got, err)
+		}
+	}
+	st := c.Stats()
+	if st.StdoutSkipped != 2 || st.Restarts != 0 {
+		t.Errorf("StdoutSkipped %d, Restarts %d; want 2 and 0", st.StdoutSkipped, st.Restarts)
+	}
+}
+
+func procState(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])[0]
+}
+
+// TestStdioSubscriptionResumesAfterRestart: a subscription made on one
+// process is made again on the next after a crash, and its notifications
+// come again, with no call made.
+func TestStdioSubscriptionResumesAfterRestart(t *testing.T) {
+	c, _ := newClient(t, nil)
+	updates := make(chan int, 1024)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+			select {
+			case updates <- 1:
+			default:
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.SubscribeRequest{}
+	req.Params.URI = "test://thing"
+	if err := c.Subscribe(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	waitUpdate := func(what string) {
+		t.Helper()
+		select {
+		case <-updates:
+		case <-ctx.Done():
+			t.Fatalf("no update %s", what)
+		}
+	}
+	waitUpdate("after subscribing")
+	pid := c.Stats().PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Updates of the old process drained; then a new one's must come.
+	for c.Stats().Restarts == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for len(updates) > 0 {
+		<-updates
+	}
+	waitUpdate("after the restart")
+	if newPID := c.Stats().PID; newPID == pid || newPID == 0 {
+		t.Fatalf("PID %d, was %d", newPID, pid)
+	}
+}

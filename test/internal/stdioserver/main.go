@@ -17,8 +17,9 @@
 // Tools: "echo" (read-only; sleeps "ms" milliseconds), "append"
 // (unannotated: not safe to repeat; sleeps "ms", then appends "id"),
 // "crash" (exits with status 7, after a line on stderr), "pid".
-// resources/subscribe makes it send notifications/resources/updated for the
-// URI every 20 ms.
+// A subscription to a resource (resources/subscribe, or subscriptions/listen
+// in the stateless era) makes it send notifications/resources/updated for
+// the URI every 20 ms.
 package main
 
 import (
@@ -124,11 +125,9 @@ func sleep(ctx context.Context, req mcp.CallToolRequest) {
 func subscriptions() *server.Hooks {
 	var mu sync.Mutex
 	subscribed := map[string]bool{}
-	h := &server.Hooks{}
-	h.AddAfterSubscribe(func(ctx context.Context, id any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+	start := func(uri string) {
 		mu.Lock()
 		defer mu.Unlock()
-		uri := req.Params.URI
 		if subscribed[uri] {
 			return
 		}
@@ -138,6 +137,17 @@ func subscriptions() *server.Hooks {
 				notifier.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 			}
 		}()
+	}
+	h := &server.Hooks{}
+	// resources/subscribe in the session era, subscriptions/listen in the
+	// stateless one.
+	h.AddAfterSubscribe(func(ctx context.Context, id any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		start(req.Params.URI)
+	})
+	h.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
+		for _, uri := range req.Params.Notifications.ResourceSubscriptions {
+			start(uri)
+		}
 	})
 	return h
 }
