@@ -476,3 +476,54 @@ func TestStdioSubscriptionResumesAfterRestart(t *testing.T) {
 		t.Fatalf("PID %d, was %d", newPID, pid)
 	}
 }
+
+// TestStdioPoolOfProcesses: WithPoolSize(2) runs two processes of the
+// command; one killed is replaced on its own while the other serves.
+func TestStdioPoolOfProcesses(t *testing.T) {
+	c, _ := newClient(t, nil, client.WithPoolSize(2))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pids := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				// A slow read-only call, so that both members are leased.
+				if _, err := call(ctx, c, "echo", map[string]any{"ms": 20}); err != nil {
+					t.Error(err)
+					return
+				}
+				pid, err := call(ctx, c, "pid", nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				pids[pid] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(pids) != 2 {
+		t.Fatalf("calls went to %d processes; want 2", len(pids))
+	}
+	for pid := range pids {
+		_ = syscall.Kill(atoi(pid), syscall.SIGKILL)
+		break
+	}
+	for range 5 {
+		if _, err := call(ctx, c, "echo", map[string]any{"text": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; c.Stats().Restarts == 0 && i < 100; i++ {
+		time.Sleep(50 * time.Millisecond) // the restart is the pool's, in the background
+	}
+	if st := c.Stats(); st.Restarts != 1 || st.Sessions != 2 {
+		t.Errorf("Restarts %d, Sessions %d; want 1 and 2", st.Restarts, st.Sessions)
+	}
+}
