@@ -63,7 +63,8 @@ type Stats struct {
 	OutageSince time.Time
 
 	// Of a stdio server's processes (NewStdio); zero over HTTP. Restarts
-	// counts the processes started after a member's first; LastExit is how
+	// counts the processes started after a member's first (a start after
+	// WithIdleStop's stop is a first again); LastExit is how
 	// the last one that exited ended (zero When: none yet); PID is the
 	// process of the first member running now, 0 if none; StdoutSkipped
 	// counts the stdout lines that were not JSON-RPC.

@@ -61,6 +61,9 @@ import (
 // agent's (on Windows its system variables), plus WithStdioEnv: a secret
 // in the agent's environment reaches a server only if passed on purpose.
 //
+// WithIdleStop stops the processes after a period with no call and no
+// subscription; the next call starts them again.
+//
 // The options about HTTP (WithHTTPClient, WithTLSConfig,
 // WithTransportWrapper, WithHeaders, WithHeaderFunc, WithBearerToken,
 // WithOAuth, WithCookies) are refused; WithPoolSize(n) runs n processes of
@@ -113,7 +116,8 @@ type stdioOptions struct {
 	restartLimit  int
 	restartWindow time.Duration
 	stopTimeout   time.Duration
-	set           bool // one was given: New refuses them
+	idleStop      time.Duration // 0: never
+	set           bool          // one was given: New refuses them
 }
 
 // The restart intensity by default: more than 5 restarts within 10 s is a
@@ -198,6 +202,21 @@ func WithStdioStopTimeout(d time.Duration) Option {
 	})
 }
 
+// WithIdleStop stops a stdio server's processes (NewStdio) after d with no
+// call, no subscription and no Listen (between d and 2d after the last
+// call ended), and starts them again on the next call: an agent configured
+// with 40 servers does not run 40 idle processes. A stop for idleness is
+// not a restart (Stats().Restarts, WithRestartLimit). Default 0: never.
+func WithIdleStop(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		o.stdio.set = true
+		if d < 0 {
+			o.invalidf("WithIdleStop(%v): want a duration of 0 (never) or more", d)
+		}
+		o.stdio.idleStop = d
+	})
+}
+
 // stdioSpec is what a stdio server's process is started from.
 type stdioSpec struct {
 	command     string
@@ -244,6 +263,10 @@ type stdioSupervisor struct {
 
 	mu    sync.Mutex
 	slots []stdioSlot // by pool member
+
+	idleMu    sync.Mutex  // a leaf, like mu
+	idleTimer *time.Timer // WithIdleStop's check; made by the first process
+	idleCalls uint64      // Stats().Calls at the last check
 }
 
 type stdioSlot struct {
@@ -251,6 +274,7 @@ type stdioSlot struct {
 	steps    backoff.BackOff // WithBackOff's, for the steps of a crash loop
 	proc     *stdioProcess   // the last started
 	started  bool
+	idled    bool // its last process was stopped for idleness: the next start is no restart
 }
 
 // ProcessExit is how a stdio server's process ended. A plain value.
@@ -397,7 +421,66 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 		s.close()
 		return nil, err
 	}
+	c.armIdleStop()
 	return s, nil
+}
+
+// armIdleStop (re)starts WithIdleStop's check: a timer, no goroutine.
+func (c *ResilientClient) armIdleStop() {
+	sup := c.stdio
+	d := sup.opts.idleStop
+	if d <= 0 {
+		return
+	}
+	sup.idleMu.Lock()
+	defer sup.idleMu.Unlock()
+	sup.idleCalls = c.stats.calls.Load()
+	if sup.idleTimer == nil {
+		sup.idleTimer = time.AfterFunc(d, c.checkIdle)
+	} else {
+		sup.idleTimer.Reset(d)
+	}
+}
+
+// checkIdle stops the processes if no call began in the last period and
+// none is in flight, and nothing listens; else it looks again a period
+// later. After Close it does nothing: the pool has closed the processes.
+func (c *ResilientClient) checkIdle() {
+	if c.closed.Load() {
+		return
+	}
+	sup := c.stdio
+	sup.idleMu.Lock()
+	calls := c.stats.calls.Load()
+	subs, _ := c.memory.snapshot()
+	c.listens.mu.Lock()
+	listening := len(c.listens.filters) > 0
+	c.listens.mu.Unlock()
+	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || len(subs) > 0 || listening
+	sup.idleCalls = calls
+	if busy {
+		sup.idleTimer.Reset(sup.opts.idleStop)
+		sup.idleMu.Unlock()
+		return
+	}
+	sup.idleMu.Unlock()
+	left := false
+	for _, s := range c.pool.Values() {
+		sup.mu.Lock()
+		sup.slots[s.member].idled = true
+		sup.mu.Unlock()
+		if c.pool.Retire(s) {
+			c.log.Info("server process stopped: idle", "pid", s.proc.pid, "member", s.member, "idle_stop", sup.opts.idleStop)
+			continue
+		}
+		sup.mu.Lock()
+		sup.slots[s.member].idled = false // a call took it meanwhile
+		sup.mu.Unlock()
+		left = true
+	}
+	if left {
+		c.armIdleStop()
+	}
 }
 
 // stdinWriter is the process's stdin as mcp-go writes to it: a write that
@@ -459,6 +542,10 @@ func (sup *stdioSupervisor) record(member int, p *stdioProcess) bool {
 	sup.mu.Lock()
 	defer sup.mu.Unlock()
 	slot := &sup.slots[member]
+	if slot.idled {
+		slot.idled, slot.started = false, false
+		slot.restarts = policy.Restarts{Limit: slot.restarts.Limit, Window: slot.restarts.Window}
+	}
 	slot.restarts.Started(time.Now())
 	restart := slot.started
 	slot.started = true

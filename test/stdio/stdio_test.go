@@ -527,3 +527,38 @@ func TestStdioPoolOfProcesses(t *testing.T) {
 		t.Errorf("Restarts %d, Sessions %d; want 1 and 2", st.Restarts, st.Sessions)
 	}
 }
+
+// TestStdioIdleStop: with WithIdleStop the process stops after a period
+// with no call, leaving nothing of its group, and the next call starts
+// another, which is no restart; a subscription keeps it running.
+func TestStdioIdleStop(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	c, _ := newClient(t, nil, client.WithIdleStop(idle))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first := pidOf(t, c)
+	for i := 0; c.Stats().PID != 0 && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pid := c.Stats().PID; pid != 0 {
+		t.Fatalf("process %d still running after %v idle", pid, 2*time.Second)
+	}
+	assertGroupGone(t, first)
+	if st := c.State(); st != client.Idle {
+		t.Errorf("State %v after the idle stop; want Idle", st)
+	}
+	second := pidOf(t, c)
+	if second == first || c.Stats().Restarts != 0 {
+		t.Fatalf("after the idle stop: pid %d (was %d), Restarts %d; want a new process and no restart", second, first, c.Stats().Restarts)
+	}
+	// A subscription keeps it.
+	req := mcp.SubscribeRequest{}
+	req.Params.URI = "test://kept"
+	if err := c.Subscribe(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * idle)
+	if pid := c.Stats().PID; pid != second {
+		t.Fatalf("process %d with a subscription; want %d still running", pid, second)
+	}
+}
