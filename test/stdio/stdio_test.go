@@ -562,3 +562,49 @@ func TestStdioIdleStop(t *testing.T) {
 		t.Fatalf("process %d with a subscription; want %d still running", pid, second)
 	}
 }
+
+// TestStdioCommandNotFound: a command that cannot be started fails the
+// call at once with ErrUnavailable, saying why, and is no retry storm.
+func TestStdioCommandNotFound(t *testing.T) {
+	c, err := client.NewStdio(filepath.Join(t.TempDir(), "no-such-server"), nil, client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	for range 3 {
+		_, err = call(ctx, c, "echo", nil)
+		if !errors.Is(err, client.ErrUnavailable) || !strings.Contains(err.Error(), "no-such-server") {
+			t.Fatalf("call: %v; want ErrUnavailable naming the command", err)
+		}
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("3 calls took %v; want each to fail at once", d)
+	}
+	if _, err := client.NewStdio("", nil); err == nil {
+		t.Error("NewStdio with no command: no error")
+	}
+	if _, err := client.New("http://127.0.0.1:1/mcp", client.WithStdioEnv("A=b")); err == nil {
+		t.Error("New with WithStdioEnv: no error")
+	}
+	if _, err := client.NewStdio("true", nil, client.WithHeaders(map[string]string{"A": "b"})); err == nil {
+		t.Error("NewStdio with WithHeaders: no error")
+	}
+}
+
+// TestStdioDir: WithStdioDir is the process's working directory.
+func TestStdioDir(t *testing.T) {
+	dir := t.TempDir()
+	c, err := client.NewStdio("/bin/sh", []string{"-c", "pwd > where; exec " + serverBin}, client.WithStdioDir(dir), client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pidOf(t, c)
+	b, err := os.ReadFile(filepath.Join(dir, "where"))
+	if err != nil || strings.TrimSpace(string(b)) != dir {
+		t.Fatalf("working directory %q, %v; want %s", b, err, dir)
+	}
+}
