@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
@@ -606,5 +608,37 @@ func TestStdioDir(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "where"))
 	if err != nil || strings.TrimSpace(string(b)) != dir {
 		t.Fatalf("working directory %q, %v; want %s", b, err, dir)
+	}
+}
+
+// TestStdioIdleClientGoroutines: an idle stdio client (its process
+// running, no call in flight) costs the goroutines of mcp-go's own stdio
+// client and one more: the reaper that waits for the process (mcp-go's
+// client has none, and learns of an exit only from its stdout). The count
+// is BENCHMARKS.md's.
+func TestStdioIdleClientGoroutines(t *testing.T) {
+	settle := func() int {
+		time.Sleep(100 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	base := settle()
+	raw, err := mcpclient.NewStdioMCPClient(serverBin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := raw.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	rawCost := settle() - base
+	_ = raw.Close()
+	base = settle()
+	c, _ := newClient(t, nil)
+	pidOf(t, c)
+	ours := settle() - base
+	t.Logf("idle goroutines: mcp-go's stdio client %d, ResilientClient over stdio %d", rawCost, ours)
+	if ours > rawCost+1 {
+		t.Errorf("an idle stdio client costs %d goroutines; mcp-go's %d, and one more is the reaper's", ours, rawCost)
 	}
 }
