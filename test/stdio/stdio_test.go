@@ -642,3 +642,41 @@ func TestStdioIdleClientGoroutines(t *testing.T) {
 		t.Errorf("an idle stdio client costs %d goroutines; mcp-go's %d, and one more is the reaper's", ours, rawCost)
 	}
 }
+
+// TestStdioStdoutClosedIsALostSession: a process that closes its stdout
+// and stays is a lost session: the call in flight (not safe to repeat) is
+// ErrOutcomeUnknown, the process is ended, and the next call is answered by
+// a new one.
+func TestStdioStdoutClosedIsALostSession(t *testing.T) {
+	c, _ := newClient(t, nil)
+	first := pidOf(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := call(ctx, c, "close_stdout", nil); !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("close_stdout: %v; want ErrOutcomeUnknown", err)
+	}
+	if second := pidOf(t, c); second == first {
+		t.Fatalf("answered by %d, the process that closed its stdout", second)
+	}
+	assertGroupGone(t, first)
+}
+
+// TestStdioLineOverTheLimit: an answer on a stdout line longer than
+// WithMaxResponseBytes ends the session at the limit, unread beyond it;
+// the client goes on with a new process.
+func TestStdioLineOverTheLimit(t *testing.T) {
+	c, _ := newClient(t, nil, client.WithMaxResponseBytes(64<<10))
+	first := pidOf(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := call(ctx, c, "big", map[string]any{"bytes": 1 << 20}); !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("big: %v; want ErrOutcomeUnknown", err)
+	}
+	if got, err := call(ctx, c, "big", map[string]any{"bytes": 1000}); err != nil || len(got) != 1000 {
+		t.Fatalf("big under the limit: %d bytes, %v", len(got), err)
+	}
+	if c.Stats().PID == first {
+		t.Fatal("the process that wrote the long line is still in service")
+	}
+	assertGroupGone(t, first)
+}

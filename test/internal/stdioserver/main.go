@@ -16,7 +16,9 @@
 //
 // Tools: "echo" (read-only; sleeps "ms" milliseconds), "append"
 // (unannotated: not safe to repeat; sleeps "ms", then appends "id"),
-// "crash" (exits with status 7, after a line on stderr), "pid".
+// "crash" (exits with status 7, after a line on stderr), "close_stdout"
+// (closes stdout and stays), "big" (answers "bytes" bytes on one line),
+// "pid".
 // A subscription to a resource (resources/subscribe, or subscriptions/listen
 // in the stateless era) makes it send notifications/resources/updated for
 // the URI every 20 ms.
@@ -29,6 +31,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -92,6 +95,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "panic: crash tool called")
 			os.Exit(7)
 			return nil, nil
+		})
+	s.AddTool(mcp.NewTool("close_stdout"),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "closing stdout, and staying")
+			_ = os.Stdout.Close()
+			select {}
+		})
+	s.AddTool(mcp.NewTool("big", mcp.WithNumber("bytes")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.Repeat("x", int(req.GetFloat("bytes", 0)))), nil
 		})
 	s.AddTool(mcp.NewTool("pid", mcp.WithReadOnlyHintAnnotation(true)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
