@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -374,9 +372,8 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	p, err := startProcess(&sup.spec, c.opts.maxResponseBytes, c.log, &sup.skipped, func(p *stdioProcess) { c.processEnded(member, p) })
 	restart := sup.record(member, p)
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			// No retry can fix it: the call learns at once, and the next
-			// call tries again.
+		if policy.StartPermanent(err) {
+			// The call learns at once, and the next call tries again.
 			return nil, backoff.Permanent(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
 		return nil, err

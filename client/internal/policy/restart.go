@@ -1,6 +1,21 @@
 package policy
 
-import "time"
+import (
+	"errors"
+	"io/fs"
+	"os/exec"
+	"time"
+)
+
+// StartPermanent reports whether a stdio server's process failed to start
+// for a reason no retry can fix: the command is not there, or may not be
+// run (or the working directory is not there). The dial loop ends, and the
+// calls waiting fail at once (ErrUnavailable); the next call tries again.
+// Any other failure (out of processes or file descriptors) is retried on
+// the backoff schedule.
+func StartPermanent(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+}
 
 // Restarts is the restart intensity of one supervised server process (a
 // stdio server): it decides whether the next start is made at once or

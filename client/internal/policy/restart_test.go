@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"errors"
+	"io/fs"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -50,5 +53,22 @@ func TestRestartsSpreadOverTheWindowDoNotLoop(t *testing.T) {
 		}
 		r.Started(at)
 		at = at.Add(6 * time.Second)
+	}
+}
+
+func TestStartPermanent(t *testing.T) {
+	_, notFound := exec.LookPath("resilientmcp-no-such-command")
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{notFound, true},
+		{&fs.PathError{Op: "fork/exec", Path: "/x", Err: fs.ErrPermission}, true},
+		{&fs.PathError{Op: "chdir", Path: "/gone", Err: fs.ErrNotExist}, true},
+		{errors.New("fork/exec: resource temporarily unavailable"), false},
+	} {
+		if got := StartPermanent(c.err); got != c.want {
+			t.Errorf("StartPermanent(%v) = %v; want %v", c.err, got, c.want)
+		}
 	}
 }
