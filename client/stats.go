@@ -56,7 +56,9 @@ type Stats struct {
 	InFlight int // calls in progress now
 	// FailingFast: the circuit breaker (WithFailFastAfter) is open now:
 	// the server has been unreachable since OutageSince for longer than
-	// the option allows, and calls fail at once until a session is back.
+	// the option allows, and calls fail at once until a session is back;
+	// or a stdio server is crash-looping (WithRestartLimit) with no
+	// process in service.
 	FailingFast bool
 	// OutageSince is when the current outage began (the failure that left
 	// no session in service); the zero Time when there is none.

@@ -240,7 +240,11 @@ func stdioEnv(environ, extra []string) []string {
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
 		for _, want := range inheritedEnv {
-			if strings.EqualFold(k, want) && !strings.HasPrefix(v, "()") {
+			same := k == want
+			if runtime.GOOS == "windows" {
+				same = strings.EqualFold(k, want) // Path is PATH there
+			}
+			if same && !strings.HasPrefix(v, "()") {
 				env = append(env, kv)
 			}
 		}
@@ -620,9 +624,13 @@ func (c *ResilientClient) stdioStats(st *Stats) {
 	sup.mu.Lock()
 	defer sup.mu.Unlock()
 	for i := range sup.slots {
-		if p := sup.slots[i].proc; p != nil && !waitFor(p.exited, 0) {
+		if p := sup.slots[i].proc; p != nil && !waitFor(p.exited, 0) && st.PID == 0 {
 			st.PID = p.pid
-			break
+		}
+		// A crash loop fails calls fast while no session is in service,
+		// as the breaker does.
+		if sup.slots[i].restarts.Looping() && st.Sessions == 0 {
+			st.FailingFast = true
 		}
 	}
 }

@@ -304,6 +304,9 @@ func TestStdioCrashLoop(t *testing.T) {
 	if d := time.Since(at); d > 100*time.Millisecond {
 		t.Errorf("a call while crash-looping took %v; want at once", d)
 	}
+	if st := c.Stats(); !st.FailingFast || st.LastExit.Code != 3 || len(st.LastExit.StderrTail) != 2 {
+		t.Errorf("Stats while crash-looping: FailingFast %v, LastExit %+v", st.FailingFast, st.LastExit)
+	}
 	for time.Since(began) < 10*time.Second {
 		time.Sleep(100 * time.Millisecond)
 	}
