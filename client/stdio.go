@@ -254,8 +254,9 @@ func stdioEnv(environ, extra []string) []string {
 
 // stdioSupervisor is what a NewStdio client keeps of its processes: per
 // pool member, the restart intensity and the process running; for the
-// client, the counts and the last exit. Safe for concurrent use; mu is a
-// leaf lock.
+// client, the counts and the last exit. Safe for concurrent use. mu and
+// idleMu are leaf locks, never held together (nor with any other lock of
+// the client), and no user code runs under them.
 type stdioSupervisor struct {
 	spec     stdioSpec
 	opts     stdioOptions
@@ -266,7 +267,7 @@ type stdioSupervisor struct {
 	mu    sync.Mutex
 	slots []stdioSlot // by pool member
 
-	idleMu    sync.Mutex  // a leaf, like mu
+	idleMu    sync.Mutex  // guards the two below; a leaf
 	idleTimer *time.Timer // WithIdleStop's check; made by the first process
 	idleCalls uint64      // Stats().Calls at the last check
 }
@@ -451,12 +452,12 @@ func (c *ResilientClient) checkIdle() {
 		return
 	}
 	sup := c.stdio
-	sup.idleMu.Lock()
-	calls := c.stats.calls.Load()
 	subs, _ := c.memory.snapshot()
 	c.listens.mu.Lock()
 	listening := len(c.listens.filters) > 0
 	c.listens.mu.Unlock()
+	sup.idleMu.Lock()
+	calls := c.stats.calls.Load()
 	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || len(subs) > 0 || listening
 	sup.idleCalls = calls
 	if busy {
