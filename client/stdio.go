@@ -34,7 +34,8 @@ import (
 // (any status, any signal) or closes its stdout is a lost session, and one
 // that does not answer its keepalive ping within WithKeepAliveTimeout is a
 // hung one; either way calls in flight that are safe to repeat are sent
-// again on a new process, started after WithBackOff's pause and
+// again on a new process, started at once as a lost HTTP session is
+// redialled (then on WithBackOff's schedule while starts fail) and
 // initialized, with subscriptions and the logging level restored; the
 // others end with ErrOutcomeUnknown, since the process may have run them
 // before it died. More restarts than WithRestartLimit allows are a crash
