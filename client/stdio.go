@@ -390,7 +390,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	c.obs.processEvent(ProcessStarted{PID: p.pid, Member: member, Restart: restart})
 	c.log.Info("server process started", "command", sup.spec.command, "pid", p.pid, "member", member, "restart", restart)
 
-	mc := mcpclient.NewClient(transport.NewIO(p.filter, stdinWriter{p.stdin}, nil), c.opts.clientOptions...)
+	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.filter, stdinWriter{p.stdin}, nil), p.filter}, c.opts.clientOptions...)
 	fail := func(err error) (*session, error) {
 		_ = mc.Close()
 		p.stop()
@@ -484,6 +484,24 @@ func (c *ResilientClient) checkIdle() {
 	if left {
 		c.armIdleStop()
 	}
+}
+
+// stdioTransport is mcp-go's stdio transport over the pipes of a process
+// of the client's, with the answers the stdoutFilter skipped as over the
+// limit failing their requests as HTTP's do: ErrResponseTooLarge, on the
+// call's exchange, for the policy.
+type stdioTransport struct {
+	*transport.Stdio
+	filter *stdoutFilter
+}
+
+func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.Stdio.SendRequest(ctx, req)
+	if err == nil && t.filter.tooLargeAnswer(resp) {
+		wire.RefuseTooLarge(ctx, t.filter.limit)
+		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.limit)
+	}
+	return resp, err
 }
 
 // stdinWriter is the process's stdin as mcp-go writes to it: a write that

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // stdioProcess is one run of a stdio server's command: its process group,
@@ -314,9 +318,13 @@ func (l *lineLog) line(s string) {
 
 // stdoutFilter is what mcp-go reads of the process's stdout: its JSON
 // lines. A line that is not JSON (a server that logs to stdout) is skipped
-// and counted, never a crash. A line longer than WithMaxResponseBytes ends
-// the stream, and the session, as an answer over the limit ends an HTTP
-// call. It is read by mcp-go's reader goroutine only.
+// and counted, never a crash. A line longer than WithMaxResponseBytes is
+// read no further than the limit: if its id can be read in what came of it
+// (a JSON-RPC answer that puts its id before its result, as mcp-go's and
+// go-sdk's do), the rest of it is skipped and its request fails with
+// ErrResponseTooLarge (tooLargeAnswer, stdioTransport), as an HTTP answer
+// over the limit does; if not, the stream ends there, and the session with
+// it. It is read by mcp-go's reader goroutine only.
 type stdoutFilter struct {
 	r       *bufio.Reader
 	limit   int64
@@ -326,14 +334,17 @@ type stdoutFilter struct {
 	pending []byte
 	err     error
 	ended   chan struct{} // closed when the stream ended
+	marker  string        // the message of the error answer that stands for a line over the limit
 }
 
 func newStdoutFilter(r io.Reader, limit int64, skipped *atomic.Uint64, p *stdioProcess) *stdoutFilter {
-	return &stdoutFilter{r: bufio.NewReaderSize(r, 64<<10), limit: limit, skipped: skipped, p: p, ended: make(chan struct{})}
+	return &stdoutFilter{r: bufio.NewReaderSize(r, 64<<10), limit: limit, skipped: skipped, p: p, ended: make(chan struct{}),
+		marker: fmt.Sprintf("resilientmcp: stdout line over the limit (%d)", p.pid)}
 }
 
 // ErrStdoutLineTooLong is the cause of the loss of a stdio session whose
-// server wrote a line longer than WithMaxResponseBytes.
+// server wrote a line longer than WithMaxResponseBytes that is not an
+// answer whose id could be read before the limit.
 var ErrStdoutLineTooLong = errors.New("resilientmcp: the server wrote a stdout line longer than the response limit")
 
 func (f *stdoutFilter) Read(b []byte) (int, error) {
@@ -365,13 +376,66 @@ func (f *stdoutFilter) next() ([]byte, error) {
 	for {
 		chunk, err := f.r.ReadSlice('\n')
 		if int64(len(f.line)+len(chunk)) > f.limit {
-			return nil, ErrStdoutLineTooLong
+			return f.overLimit(chunk, err)
 		}
 		f.line = append(f.line, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return f.line, err
 		}
 	}
+}
+
+// overLimit handles a line that went over the limit with chunk: in its
+// place, an error answer to the request it answers, marked, and the rest of
+// the line skipped; or, if its id is not in what came of it, the end of
+// the stream.
+func (f *stdoutFilter) overLimit(chunk []byte, err error) ([]byte, error) {
+	f.line = append(f.line, chunk[:f.limit-int64(len(f.line))]...)
+	id := answerID(f.line)
+	f.line = f.line[:0]
+	if id == nil {
+		return nil, ErrStdoutLineTooLong
+	}
+	for errors.Is(err, bufio.ErrBufferFull) {
+		_, err = f.r.ReadSlice('\n')
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.p.log.Warn("server stdout line over the response limit; skipped, and its request failed", "limit", f.limit, "id", string(id))
+	msg, _ := json.Marshal(f.marker)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, mcp.INTERNAL_ERROR, msg), nil
+}
+
+// answerID is the id of the JSON-RPC answer that line begins, if its top
+// level shows one before the line was cut: nil for a request or
+// notification (a method before the id), or if the id comes after what
+// was cut (the TypeScript SDK writes its result first).
+func answerID(line []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil || key == "method" {
+			return nil
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if key == "id" {
+			return value
+		}
+	}
+	return nil
+}
+
+// tooLargeAnswer reports whether resp is the error answer the filter put in
+// place of a line over the limit.
+func (f *stdoutFilter) tooLargeAnswer(resp *transport.JSONRPCResponse) bool {
+	return resp != nil && resp.Error != nil && resp.Error.Message == f.marker
 }
 
 // end ends the stream: mcp-go's reader sees the end of it (io.EOF, which

@@ -665,21 +665,30 @@ func TestStdioStdoutClosedIsALostSession(t *testing.T) {
 }
 
 // TestStdioLineOverTheLimit: an answer on a stdout line longer than
-// WithMaxResponseBytes ends the session at the limit, unread beyond it;
-// the client goes on with a new process.
+// WithMaxResponseBytes is read no further than the limit: its call fails
+// with ErrResponseTooLarge (and ErrOutcomeUnknown: it ran) and is not sent
+// again, and the process stays in service. A line that never ends and is
+// no answer (its id unread by the limit) ends the process's session.
 func TestStdioLineOverTheLimit(t *testing.T) {
 	c, _ := newClient(t, nil, client.WithMaxResponseBytes(64<<10))
 	first := pidOf(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := call(ctx, c, "big", map[string]any{"bytes": 1 << 20}); !errors.Is(err, client.ErrOutcomeUnknown) {
-		t.Fatalf("big: %v; want ErrOutcomeUnknown", err)
+	_, err := call(ctx, c, "big", map[string]any{"bytes": 1 << 20})
+	if !errors.Is(err, client.ErrResponseTooLarge) || !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("big: %v; want ErrResponseTooLarge and ErrOutcomeUnknown", err)
 	}
 	if got, err := call(ctx, c, "big", map[string]any{"bytes": 1000}); err != nil || len(got) != 1000 {
 		t.Fatalf("big under the limit: %d bytes, %v", len(got), err)
 	}
-	if c.Stats().PID == first {
-		t.Fatal("the process that wrote the long line is still in service")
+	if pid := c.Stats().PID; pid != first || c.Stats().Retries != 0 {
+		t.Fatalf("after an answer over the limit: PID %d (was %d), %d retries; want the same process, no retry", pid, first, c.Stats().Retries)
+	}
+	if _, err := call(ctx, c, "endless", nil); !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("endless: %v; want ErrOutcomeUnknown", err)
+	}
+	if second := pidOf(t, c); second == first {
+		t.Fatal("the process that wrote an endless line is still in service")
 	}
 	assertGroupGone(t, first)
 }

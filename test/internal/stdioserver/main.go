@@ -18,6 +18,7 @@
 // (unannotated: not safe to repeat; sleeps "ms", then appends "id"),
 // "crash" (exits with status 7, after a line on stderr), "close_stdout"
 // (closes stdout and stays), "big" (answers "bytes" bytes on one line),
+// "endless" (writes one line to stdout that never ends),
 // "pid".
 // A subscription to a resource (resources/subscribe, or subscriptions/listen
 // in the stateless era) makes it send notifications/resources/updated for
@@ -105,6 +106,15 @@ func main() {
 	s.AddTool(mcp.NewTool("big", mcp.WithNumber("bytes")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(strings.Repeat("x", int(req.GetFloat("bytes", 0)))), nil
+		})
+	s.AddTool(mcp.NewTool("endless"),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			chunk := []byte(strings.Repeat("x", 64<<10))
+			for {
+				if _, err := os.Stdout.Write(chunk); err != nil {
+					os.Exit(1)
+				}
+			}
 		})
 	s.AddTool(mcp.NewTool("pid", mcp.WithReadOnlyHintAnnotation(true)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
