@@ -251,8 +251,10 @@ const maxStderrLine = 1024
 func readCappedLine(r *bufio.Reader) (string, error) {
 	b, err := r.ReadSlice('\n')
 	line := strings.TrimRight(string(b), "\r\n")
-	for errors.Is(err, bufio.ErrBufferFull) {
+	if errors.Is(err, bufio.ErrBufferFull) {
 		line += "…"
+	}
+	for errors.Is(err, bufio.ErrBufferFull) {
 		_, err = r.ReadSlice('\n')
 	}
 	return line, err
