@@ -53,8 +53,16 @@ import (
 // Its stderr goes to WithLogger's logger (at most 50 lines a second), and
 // its last 20 lines are kept for errors and Stats().LastExit. Stdout lines
 // that are not JSON-RPC (a server that logs there) are skipped and counted
-// (Stats().StdoutSkipped); one longer than WithMaxResponseBytes ends the
-// process's session.
+// (Stats().StdoutSkipped). An answer longer than WithMaxResponseBytes is
+// read no further than the limit and fails its call with
+// ErrResponseTooLarge (with ErrOutcomeUnknown: it ran), never sent again,
+// as over HTTP; the process is kept if the answer's id came before the
+// limit (mcp-go's and go-sdk's servers write it first), else, as for a line
+// that never ends, the session is lost.
+//
+// It is safe for concurrent use by any number of goroutines, as a client of
+// New is. Close ends the processes and returns once they are reaped: up to
+// twice WithStdioStopTimeout for one that ignores stdin's end and SIGTERM.
 //
 // The environment is only HOME, LOGNAME, PATH, SHELL, TERM and USER of the
 // agent's (on Windows its system variables), plus WithStdioEnv: a secret
