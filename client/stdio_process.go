@@ -48,6 +48,7 @@ type stdioProcess struct {
 	done       chan struct{} // wait is over: group ended, pipes closed
 
 	stopping atomic.Bool           // the client ended it: its exit is no crash
+	termSent atomic.Bool           // stop sent SIGTERM to the group, and waited
 	onExit   func(p *stdioProcess) // told of the exit, once, before the loss
 	mu       sync.Mutex            // guards lost and onLost; a leaf
 	lost     error                 // why its session is lost, once it is
@@ -135,11 +136,12 @@ func (p *stdioProcess) wait() {
 	// The leader is gone; what it started in its group goes too (a
 	// server started through npx or a shell).
 	if groupAlive(p.pid) {
-		signalGroup(p.pid, sigTerm)
-		if !waitGroupGone(p.pid, p.grace) {
-			signalGroup(p.pid, sigKill)
+		if !p.termSent.Load() { // stop sent it already, and waited
+			signalGroup(p.pid, sigTerm)
 			waitGroupGone(p.pid, p.grace)
 		}
+		signalGroup(p.pid, sigKill)
+		waitGroupGone(p.pid, p.grace)
 	}
 	// A process outside the group (it called setsid) may still hold the
 	// pipes: close the client's ends, which ends the readers.
@@ -186,6 +188,7 @@ func (p *stdioProcess) stop() {
 	_ = p.stdin.Close()
 	if !waitFor(p.exited, p.grace) {
 		p.log.Info("server process still running after stdin closed; sending SIGTERM", "grace", p.grace)
+		p.termSent.Store(true)
 		signalGroup(p.pid, sigTerm)
 		if !waitFor(p.exited, p.grace) {
 			p.log.Warn("server process ignored SIGTERM; sending SIGKILL", "grace", p.grace)
