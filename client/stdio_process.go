@@ -182,7 +182,8 @@ func (p *stdioProcess) attach(onLost func(error)) error {
 // stop ends the process as the MCP specification's stdio shutdown has it:
 // stdin closed, then SIGTERM after the grace period, then SIGKILL, each to
 // the whole process group. It returns once the process was reaped and its
-// group is gone (or was sent SIGKILL and given the grace period).
+// group is gone (or was sent SIGKILL and given the grace period), or,
+// for a process that SIGKILL does not end in killWait, without it.
 func (p *stdioProcess) stop() {
 	p.stopping.Store(true)
 	_ = p.stdin.Close()
@@ -196,8 +197,17 @@ func (p *stdioProcess) stop() {
 			_ = p.cmd.Process.Kill() // the leader alone, where there are no groups
 		}
 	}
-	<-p.done
+	// SIGKILL cannot be ignored, but a process in uninterruptible sleep
+	// (a hung NFS mount) acts on it only when it wakes: Close does not
+	// wait for that.
+	if !waitFor(p.done, killWait+2*p.grace) {
+		p.log.Error("server process not ended after SIGKILL; left behind", "wait", killWait)
+	}
 }
+
+// killWait is how long stop waits for a process and its group to be gone
+// after SIGKILL.
+const killWait = 5 * time.Second
 
 // waitFor waits for ch to close, at most d; it reports whether it closed.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
