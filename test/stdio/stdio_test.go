@@ -692,3 +692,24 @@ func TestStdioLineOverTheLimit(t *testing.T) {
 	}
 	assertGroupGone(t, first)
 }
+
+// TestStdioInitializeFirst: a user of mcp-go calls Initialize first; it
+// starts the one process, which the calls after it use.
+func TestStdioInitializeFirst(t *testing.T) {
+	c, _ := newClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "agent", Version: "1"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil || res.ServerInfo.Name != "stdioserver" {
+		t.Fatalf("Initialize: %v, %v", res, err)
+	}
+	pid := c.Stats().PID
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.PID != pid || st.Restarts != 0 || st.SessionsOpened != 1 {
+		t.Errorf("after Initialize and a call: PID %d (was %d), Restarts %d, SessionsOpened %d; want one process", st.PID, pid, st.Restarts, st.SessionsOpened)
+	}
+}
