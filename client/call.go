@@ -20,24 +20,43 @@ import (
 // method is safe to repeat, and a tool's safety is asked only when an
 // attempt's outcome is unknown.
 func (c *ResilientClient) do(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
+	ctx, err := c.begin(ctx, method, tool)
+	if err != nil {
+		return err
+	}
+	return c.end(ctx, c.account(ctx, method, tool, send))
+}
+
+// begin opens the books of one call, as the observers and Stats see it,
+// however many attempts and forms (a plain tools/call, then its task) it
+// takes, or whether the listing cache answers it: the observers' start,
+// the count and the in-flight gauge. A call after Close is ended at once, with
+// ErrClosed as its error. Every call begin opens is closed by end.
+func (c *ResilientClient) begin(ctx context.Context, method, tool string) (context.Context, error) {
 	ctx = c.obs.startCall(ctx, method, tool)
 	if c.closed.Load() {
-		return c.obs.endCall(ctx, ErrClosed)
+		return ctx, c.obs.endCall(ctx, ErrClosed)
 	}
-	err := c.account(ctx, method, tool, send)
+	c.stats.calls.Add(1)
+	c.stats.inFlight.Add(1)
+	return ctx, nil
+}
+
+// end closes the books begin opened, with the call's error (its class
+// counted) and returns the error the observers may have replaced.
+func (c *ResilientClient) end(ctx context.Context, err error) error {
+	c.stats.inFlight.Add(-1)
 	if err != nil {
 		c.stats.record(err)
 	}
 	return c.obs.endCall(ctx, err)
 }
 
-// account is a call's attempts (run), counted in Stats but for how it
-// failed: a listing answered stale in place of its error did not fail
-// (listings.go).
+// account is a call's attempts (run), paid into the retry budget: the
+// budget grows with the calls that reach the pipeline, not with those the
+// listing cache answers (listings.go). The books are the caller's (begin,
+// end).
 func (c *ResilientClient) account(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
-	c.stats.calls.Add(1)
-	c.stats.inFlight.Add(1)
-	defer c.stats.inFlight.Add(-1)
 	c.budget.Deposit()
 	return c.run(ctx, method, tool, send)
 }

@@ -1,7 +1,9 @@
 // Package client is ResilientClient: a drop-in replacement for mcp-go's
 // streamable HTTP client that keeps working through server restarts, expired
 // sessions, dropped connections and outages. It is the one package that joins
-// the generic mechanisms (retry, health and pool) to mcp-go. Its words
+// the generic mechanisms (retry, health and pool) to mcp-go. NewStdio puts
+// a server that is a process, spoken to over stdio, behind the same client,
+// supervised (stdio.go). Its words
 // (expired, lost, dial, redial, resend, replay...) are defined once, in the
 // glossary of the root package's doc. The failures
 // it handles, by the codes (F1, F2, ...) its comments use, are listed in the
@@ -52,6 +54,8 @@ type ResilientClient struct {
 	log              *slog.Logger
 	oauth            *auth.OAuth // WithOAuth's token source, nil without
 	obs              *observers  // WithObserver's, nil without
+
+	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
@@ -131,6 +135,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			opt.apply(&o)
 		}
 	}
+	if o.stdio.set {
+		o.invalidf("an option of NewStdio's (WithStdioEnv, WithStdioDir, WithRestartLimit, WithStdioStopTimeout) given to New")
+	}
 	if o.tlsConfig != nil && u.Scheme != "https" {
 		o.invalidf("WithTLSConfig for %s endpoint %q: there is no TLS to configure", u.Scheme, endpoint)
 	}
@@ -199,6 +206,27 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	if o.headerFunc != nil {
 		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
 	}
+	c.init(endpoint)
+	return c, nil
+}
+
+// init makes what every client has, over HTTP or stdio: its lifetime, the
+// shared deadlines, the state notifier and the pool of sessions. target
+// names the server in the log.
+func (c *ResilientClient) init(target string) {
+	o := &c.opts
+	if c.budget == nil {
+		c.budget = o.retryBudget
+	}
+	if c.budget == nil {
+		c.budget = retry.DefaultBudget()
+	}
+	if c.tasks == nil {
+		c.tasks = o.taskStore
+	}
+	if c.tasks == nil {
+		c.tasks = newMemoryTaskStore()
+	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.share(c.deadlines)
@@ -230,12 +258,11 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
 				return // said once (affinity.go)
 			}
-			c.log.Warn("dial failed", "endpoint", endpoint, "member", member, "err", err, "retry_in", next)
+			c.log.Warn("dial failed", "endpoint", target, "member", member, "err", err, "retry_in", next)
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
 	})
-	return c, nil
 }
 
 // initRequest is the request sessions are initialized with: the caller's
@@ -332,6 +359,9 @@ func (c *ResilientClient) Close() error {
 // (WithTransportWrapper), which may not pass the call on (otelhttp's does
 // not).
 func (c *ResilientClient) closeIdleConnections() {
+	if c.httpClient == nil {
+		return // a stdio client's
+	}
 	c.httpClient.CloseIdleConnections()
 	if c.ownTransport != nil && c.opts.wrapTransport != nil {
 		c.ownTransport.CloseIdleConnections()

@@ -26,6 +26,9 @@ func (e *failedFast) Error() string { return e.why }
 // session (ctx is the call's), each time the pool changes; nil to go on
 // waiting.
 func (c *ResilientClient) whileNoSession(ctx context.Context, w pool.Waiting) error {
+	if err := c.crashLoopFailFast(); err != nil {
+		return err
+	}
 	failFast := false
 	if o := callOptionsOf(ctx); o != nil {
 		failFast = o.failFast

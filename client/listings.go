@@ -325,16 +325,15 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 		// A call with an invalid option fails with it (run), cached or not.
 		fresh = o.fresh || o.invalid != nil
 	}
-	ctx = c.obs.startCall(ctx, string(sp.method), "")
-	if c.closed.Load() {
-		return zero, c.obs.endCall(ctx, ErrClosed)
+	ctx, err := c.begin(ctx, string(sp.method), "")
+	if err != nil {
+		return zero, err
 	}
 	if !fresh {
 		if res, ok := cachedFresh(c, sp); ok {
-			c.stats.calls.Add(1)
 			c.stats.cacheHits.Add(1)
 			c.obs.fromCache(ctx, false)
-			return res, c.obs.endCall(ctx, nil)
+			return res, c.end(ctx, nil)
 		}
 	}
 	c.tools.mu.Lock()
@@ -342,7 +341,7 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 	c.tools.mu.Unlock()
 	var out T
 	var server string
-	err := c.account(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
+	err = c.account(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
 		var err error
 		out, err = sp.fetch(ctx, s.mc)
 		server = serverIdentity(s)
@@ -356,14 +355,13 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 			server = info.Name + " " + info.Version
 		}
 		c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
-		return out, c.obs.endCall(ctx, nil)
+		return out, c.end(ctx, nil)
 	}
 	if res, ok := staleAnswer(ctx, c, sp, err); ok {
 		c.obs.fromCache(ctx, true)
-		return res, c.obs.endCall(ctx, nil)
+		return res, c.end(ctx, nil)
 	}
-	c.stats.record(err)
-	return zero, c.obs.endCall(ctx, err)
+	return zero, c.end(ctx, err)
 }
 
 // cachedFresh is the cached answer to serve within its ttl, if there is one.

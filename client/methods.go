@@ -234,26 +234,43 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
 	asTask, listed := c.callToolAsTask(ctx, name)
+	// One call, as the observers and Stats see it, whichever form it ends
+	// in: a plain tools/call the server refused for want of a task is
+	// followed by the task, within the same books.
+	ctx, err := c.begin(ctx, string(mcp.MethodToolsCall), name)
+	if err != nil {
+		return nil, err
+	}
+	c.budget.Deposit()
+	var res *mcp.CallToolResult
 	if asTask {
-		return c.callTask(ctx, req)
+		res, err = c.runTask(ctx, &req, nil)
+	} else {
+		res, err = c.callToolPlain(ctx, req)
+		if (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err, listed) {
+			res, err = c.runTask(ctx, &req, nil)
+		}
 	}
-	res, err := c.callToolPlain(ctx, req)
-	if (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err, listed) {
-		return c.callTask(ctx, req)
+	if err != nil {
+		res = nil
 	}
-	return res, err
+	c.obs.toolResult(ctx, res)
+	return res, c.end(ctx, err)
 }
 
-// callToolPlain is a tools/call as mcp-go makes it.
+// callToolPlain is a tools/call as mcp-go makes it, its attempts run by
+// the one call path; the books are CallTool's.
 func (c *ResilientClient) callToolPlain(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return call(ctx, c, mcp.MethodToolsCall, req.Params.Name, func(ctx context.Context, mc *mcpclient.Client) (*mcp.CallToolResult, error) {
+	var res *mcp.CallToolResult
+	err := c.run(ctx, string(mcp.MethodToolsCall), req.Params.Name, func(ctx context.Context, s *session) error {
 		if p := progressOf(ctx); p != nil {
 			req.Params.Meta = p.withToken(req.Params.Meta)
 		}
-		res, err := mc.CallTool(ctx, req)
-		c.obs.toolResult(ctx, res)
-		return res, err
+		var err error
+		res, err = s.mc.CallTool(ctx, req)
+		return err
 	})
+	return res, err
 }
 
 // SetLevel sets the level of log messages the server sends. The level is

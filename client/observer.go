@@ -69,8 +69,9 @@ type Observer interface {
 	EndCall(ctx context.Context, end CallEnd)
 	// HandleEvent is told of what happens outside calls to the client
 	// whose endpoint is server: one of SessionOpened, SessionLost,
-	// SessionClosed, SessionState, Probed, DialFailed, TokenRenewed and
-	// BreakerState.
+	// SessionClosed, SessionState, Probed, DialFailed, TokenRenewed,
+	// BreakerState, and of a stdio server, ProcessStarted and
+	// ProcessExited.
 	HandleEvent(server Server, ev Event)
 }
 

@@ -68,6 +68,8 @@ type options struct {
 	// frozenProber keeps the background prober from running, as in a
 	// process frozen between requests (serverless); tests set it.
 	frozenProber bool
+
+	stdio stdioOptions // NewStdio's own (stdio.go)
 }
 
 // defaultKeepAlive is the keepalive interval unless WithKeepAlive says

@@ -47,6 +47,7 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
+	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -82,6 +83,9 @@ func (s *session) close() {
 		m.Stop()
 	}
 	_ = s.mc.Close()
+	if s.proc != nil {
+		s.proc.stop() // stdin closed, SIGTERM, SIGKILL, to its process group
+	}
 }
 
 // lostError is the cause a session was taken out of service with; the dial
@@ -154,7 +158,13 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		// It answers, and not as a live session would: open another.
 		lost = &lostError{kind: policy.LossExpired, err: err}
 	}
-	s, err := c.open(ctx)
+	var s *session
+	var err error
+	if c.stdio != nil {
+		s, err = c.openStdio(ctx, member, c.initRequest())
+	} else {
+		s, err = c.open(ctx)
+	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
 		c.obs.handshakeLost(hl, openReason(prev, lost))
 		c.stats.lost(policy.LossExpired)

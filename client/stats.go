@@ -62,11 +62,24 @@ type Stats struct {
 	InFlight int // calls in progress now
 	// FailingFast: the circuit breaker (WithFailFastAfter) is open now:
 	// the server has been unreachable since OutageSince for longer than
-	// the option allows, and calls fail at once until a session is back.
+	// the option allows, and calls fail at once until a session is back;
+	// or a stdio server is crash-looping (WithRestartLimit) with no
+	// process in service.
 	FailingFast bool
 	// OutageSince is when the current outage began (the failure that left
 	// no session in service); the zero Time when there is none.
 	OutageSince time.Time
+
+	// Of a stdio server's processes (NewStdio); zero over HTTP. Restarts
+	// counts the processes started after a member's first (a start after
+	// WithIdleStop's stop is a first again); LastExit is how
+	// the last one that exited ended (zero When: none yet); PID is the
+	// process of the first member running now, 0 if none; StdoutSkipped
+	// counts the stdout lines that were not JSON-RPC.
+	Restarts      uint64
+	LastExit      ProcessExit
+	PID           int
+	StdoutSkipped uint64
 }
 
 type counters struct {
@@ -105,7 +118,7 @@ func (c *ResilientClient) Stats() Stats {
 	if c.oauth != nil {
 		refreshes, refreshFailures, authorizations = c.oauth.Counts()
 	}
-	return Stats{
+	st := Stats{
 		TokenRefreshes:        refreshes,
 		TokenRefreshFailures:  refreshFailures,
 		Authorizations:        authorizations,
@@ -132,4 +145,6 @@ func (c *ResilientClient) Stats() Stats {
 		FailingFast:           c.brk.Load().isOpen(),
 		OutageSince:           c.brk.Load().outageSince(),
 	}
+	c.stdioStats(&st)
+	return st
 }

@@ -222,14 +222,6 @@ func (c *ResilientClient) refusedForTask(ctx context.Context, name string, res *
 	return support == mcp.TaskSupportRequired
 }
 
-// callTask is CallTool made as a task: one call, as the observers and
-// Stats see it.
-func (c *ResilientClient) callTask(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return c.taskCall(ctx, req.Params.Name, func(ctx context.Context) (*mcp.CallToolResult, error) {
-		return c.runTask(ctx, &req, nil)
-	})
-}
-
 // ResumeTask collects the result of a task a call created, by its id, as
 // CallTool would have returned it: typically one PendingTasks lists after
 // the agent restarted. It polls the task as a task call does, through
@@ -254,23 +246,19 @@ func (c *ResilientClient) ResumeTask(ctx context.Context, id string) (*mcp.CallT
 	})
 }
 
-// taskCall wraps a task call in the accounting do gives every call.
+// taskCall wraps a task call in the books every call gets (begin, end).
 func (c *ResilientClient) taskCall(ctx context.Context, tool string, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
-	ctx = c.obs.startCall(ctx, string(mcp.MethodToolsCall), tool)
-	if c.closed.Load() {
-		return nil, c.obs.endCall(ctx, ErrClosed)
+	ctx, err := c.begin(ctx, string(mcp.MethodToolsCall), tool)
+	if err != nil {
+		return nil, err
 	}
-	c.stats.calls.Add(1)
-	c.stats.inFlight.Add(1)
-	defer c.stats.inFlight.Add(-1)
 	c.budget.Deposit()
 	res, err := run(ctx)
 	if err != nil {
 		res = nil
-		c.stats.record(err)
 	}
 	c.obs.toolResult(ctx, res)
-	return res, c.obs.endCall(ctx, err)
+	return res, c.end(ctx, err)
 }
 
 // taskOptions returns ctx with the options of the requests a task call

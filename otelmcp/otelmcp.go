@@ -60,6 +60,9 @@
 //     otherwise (its connection broke or hung, it failed its probes, it
 //     answered another request);
 //   - resilientmcp.client.dial.failures: failed attempts to open a session;
+//   - resilientmcp.client.process.restarts: a stdio server's processes
+//     started again after a member's first (client.NewStdio): after a
+//     crash, a hang or a closed stdout;
 //   - resilientmcp.client.probe.failures: failed probes, keepalive or
 //     before a call (a busy answer is not a failure);
 //   - resilientmcp.client.token.refreshes, resilientmcp.client.authorizations:
@@ -216,6 +219,7 @@ func NewObserver(opts ...Option) client.Observer {
 		metric.WithDescription("Clients whose circuit breaker is open: the server has been unreachable too long, and calls fail at once."))
 	handle(e)
 	o.breakerTrips = counter("resilientmcp.client.breaker.trips", "{trip}", "Times the circuit breaker opened.")
+	o.processRestarts = counter("resilientmcp.client.process.restarts", "{process}", "Stdio server processes started again after a member's first (a crash, a hang, a closed stdout).")
 	if err != nil {
 		otel.Handle(err)
 	}
@@ -271,6 +275,7 @@ type observer struct {
 	attempts, reinitializations, redials, dialFailures, probeFailures       metric.Int64Counter
 	refreshes, authorizations, refusedReplays, refusedAnswers, breakerTrips metric.Int64Counter
 	sessions, failingFast                                                   metric.Int64UpDownCounter
+	processRestarts                                                         metric.Int64Counter
 }
 
 var _ client.MetaPropagator = (*observer)(nil)
@@ -610,6 +615,10 @@ func (o *observer) HandleEvent(server client.Server, ev client.Event) {
 		}
 	case client.DialFailed:
 		o.dialFailures.Add(ctx, 1, where)
+	case client.ProcessStarted:
+		if ev.Restart {
+			o.processRestarts.Add(ctx, 1, where)
+		}
 	case client.BreakerState:
 		if ev.Open {
 			o.breakerTrips.Add(ctx, 1, where)

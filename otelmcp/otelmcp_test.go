@@ -1,6 +1,7 @@
 package otelmcp_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -515,5 +516,26 @@ func TestCachedListingIsMarked(t *testing.T) {
 	wantAttrs(t, spans[2], otelmcp.CacheKey.String("stale"))
 	if spans[2].Status().Code == codes.Error {
 		t.Errorf("the stale answer's span has status %v: it succeeded", spans[2].Status())
+	}
+}
+
+// TestProcessRestartsCounted: a stdio server that exits at once is started
+// again and again; each start after the first is a restart, counted.
+func TestProcessRestartsCounted(t *testing.T) {
+	tm := newTelemetry(t)
+	opts := tm.options()
+	c, err := client.NewStdio("/bin/sh", []string{"-c", "exit 3"}, opts[0]) // the observer; no HTTP client
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.Ping(ctx); err == nil {
+		t.Fatal("ping answered by a server that exits at once")
+	}
+	eventually(t, "restarts counted", func() bool { return tm.count("resilientmcp.client.process.restarts") >= 2 })
+	if got, want := tm.count("resilientmcp.client.process.restarts"), int64(c.Stats().Restarts); got > want {
+		t.Errorf("%d restarts counted; Stats says %d", got, want)
 	}
 }

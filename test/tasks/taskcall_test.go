@@ -379,3 +379,34 @@ func TestTaskToolServerEverything(t *testing.T) {
 		t.Errorf("PendingTasks = %v, %v", p, err)
 	}
 }
+
+// A plain tools/call the server refuses for want of a task, followed by
+// the task, is one call as Stats and the observers see it: one start, one
+// end (no error: the task's result is the call's), Calls 1.
+func TestTaskFallbackIsOneCall(t *testing.T) {
+	rec := &rig.Recorder{T: t, Name: "rec"}
+	r := rig.New(t, testserver.Config{TaskTools: true}, false, client.WithObserver(rec))
+	got, err := rig.CallTool(r.Ctx(), r.C, testserver.TaskToolRequired, map[string]any{"ms": 50, "text": "a"})
+	if err != nil || got != "research done a" {
+		t.Fatalf("CallTool(research) = %q, %v", got, err)
+	}
+	if n := r.Srv.RPCs("tools/call"); n != 2 {
+		t.Fatalf("%d tools/call; want 2 (the plain one refused, then the task): the fallback was not provoked", n)
+	}
+	if st := r.C.Stats(); st.Calls != 1 || st.InFlight != 0 {
+		t.Errorf("Stats: %d calls, %d in flight after one CallTool; want 1 and 0", st.Calls, st.InFlight)
+	}
+	lines, _ := rec.Told()
+	var starts, ends []string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "call ended"):
+			ends = append(ends, l)
+		case strings.HasPrefix(l, "call "):
+			starts = append(starts, l)
+		}
+	}
+	if len(starts) != 1 || len(ends) != 1 || !strings.HasPrefix(ends[0], `call ended ""`) {
+		t.Errorf("the observer was told of %d starts %q and %d ends %q; want one of each, the end without an error", len(starts), starts, len(ends), ends)
+	}
+}

@@ -31,7 +31,9 @@
 //     unreachable or failing with 5xx, not a pooled connection closed while
 //     idle), and when it is open (BreakerOpen);
 //   - what the observers are told a failure was: ErrorType, the verdict's
-//     class named.
+//     class named;
+//   - when a stdio server's process is crash-looping, and when its next
+//     start may be made: Restarts.
 //
 // It reads what the wire package recorded and acts on nothing itself: the
 // client carries its decisions out.

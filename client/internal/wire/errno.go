@@ -35,6 +35,9 @@ func IsDialError(err error) bool {
 // itself. A body written through the connection's ReadFrom (sendfile or
 // splice) fails as an Op "readfrom" that wraps the "write" one.
 func IsWriteError(err error) bool {
+	if errors.As(err, new(*UnwrittenError)) {
+		return true
+	}
 	for err != nil {
 		var op *net.OpError
 		if !errors.As(err, &op) {

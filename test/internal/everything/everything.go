@@ -182,3 +182,9 @@ func freePort() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+// StdioCommand is the command that runs server-everything over stdio, on
+// the pinned package (not npx), for a stdio client: node and its arguments.
+func StdioCommand() (string, []string) {
+	return "node", []string{entry(), "stdio"}
+}

@@ -1,0 +1,664 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/internal/wait"
+)
+
+// NewStdio returns a client for the MCP server that command (run with
+// args) serves over stdio: a process the client starts, supervises and
+// ends. Like New it validates and does no I/O: the process starts on the
+// first call (or Initialize).
+//
+// It is the same ResilientClient as over HTTP, with the same methods,
+// errors, Stats, observer events, State and policy: a process that exits
+// (any status, any signal) or closes its stdout is a lost session, and one
+// that does not answer its keepalive ping within WithKeepAliveTimeout is a
+// hung one; either way calls in flight that are safe to repeat are sent
+// again on a new process, started at once as a lost HTTP session is
+// redialled (then on WithBackOff's schedule while starts fail) and
+// initialized, with subscriptions and the logging level restored; the
+// others end with ErrOutcomeUnknown, since the process may have run them
+// before it died. More restarts than WithRestartLimit allows are a crash
+// loop: calls with no process to go to fail at once with ErrUnavailable,
+// the last exit and stderr lines in the error (*ProcessExitError), and one
+// start is tried per step after that.
+//
+// A process is ended by closing its stdin, then SIGTERM after the grace
+// period (WithStdioStopTimeout), then SIGKILL, each sent to its whole
+// process group, so that what it started (npx's node, a shell script's
+// children) goes with it, and it is always reaped. A child that leaves the
+// group (setsid) is out of reach. Outside unix there is no group: the
+// process alone is killed after the grace period.
+//
+// Its stderr goes to WithLogger's logger (at most 50 lines a second), and
+// its last 20 lines are kept for errors and Stats().LastExit. Stdout lines
+// that are not JSON-RPC (a server that logs there) are skipped and counted
+// (Stats().StdoutSkipped). An answer longer than WithMaxResponseBytes is
+// read no further than the limit and fails its call with
+// ErrResponseTooLarge (with ErrOutcomeUnknown: it ran), never sent again,
+// as over HTTP; the process is kept if the answer's id came before the
+// limit (mcp-go's and go-sdk's servers write it first), else, as for a line
+// that never ends, the session is lost.
+//
+// It is safe for concurrent use by any number of goroutines, as a client of
+// New is. Close ends the processes and returns once they are reaped: up to
+// twice WithStdioStopTimeout for one that ignores stdin's end and SIGTERM.
+//
+// The environment is only HOME, LOGNAME, PATH, SHELL, TERM and USER of the
+// agent's (on Windows its system variables), plus WithStdioEnv: a secret
+// in the agent's environment reaches a server only if passed on purpose.
+//
+// WithIdleStop stops the processes after a period with no call and no
+// subscription; the next call starts them again.
+//
+// The options about HTTP (WithHTTPClient, WithTLSConfig,
+// WithTransportWrapper, WithHeaders, WithHeaderFunc, WithBearerToken,
+// WithOAuth, WithCookies) are refused; WithPoolSize(n) runs n processes of
+// the command, each supervised on its own, and calls go to the least loaded
+// (for servers that are single-threaded).
+func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, error) {
+	if command == "" {
+		return nil, errors.New("resilientmcp: NewStdio: empty command")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	switch {
+	case o.httpClient != nil, o.tlsConfig != nil, o.wrapTransport != nil, len(o.headers) > 0, o.headerFunc != nil,
+		o.bearerToken != nil, o.oauth != nil, o.noCookies:
+		o.invalidf("an option about HTTP (WithHTTPClient, WithTLSConfig, WithTransportWrapper, WithHeaders, WithHeaderFunc, WithBearerToken, WithOAuth, WithCookies) given to NewStdio: the server is a process")
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
+	}
+	so := o.stdio.withDefaults()
+	var elicitationDefaults bool
+	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+
+	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger, notifications: newDispatcher(),
+		obs: newObservers(o.observers, &url.URL{Scheme: "stdio", Host: filepath.Base(command)})}
+	if c.obs != nil {
+		c.obs.server.Port = 0
+	}
+	c.elicitationDefaults = elicitationDefaults
+	c.stdio = &stdioSupervisor{
+		spec: stdioSpec{command: command, args: args, env: stdioEnv(os.Environ(), so.env), dir: so.dir, stopTimeout: so.stopTimeout},
+		opts: so,
+	}
+	c.stdio.slots = make([]stdioSlot, o.poolSize)
+	for i := range c.stdio.slots {
+		c.stdio.slots[i].restarts = policy.Restarts{Limit: so.restartLimit, Window: so.restartWindow}
+	}
+	c.init(c.endpoint)
+	return c, nil
+}
+
+// stdioOptions are NewStdio's own options.
+type stdioOptions struct {
+	env           []string
+	dir           string
+	restartLimit  int
+	restartWindow time.Duration
+	stopTimeout   time.Duration
+	idleStop      time.Duration // 0: never
+	set           bool          // one was given: New refuses them
+}
+
+// The restart intensity by default: more than 5 restarts within 10 s is a
+// crash loop. This is systemd's default (StartLimitBurst=5 in
+// StartLimitIntervalSec=10s) rather than Erlang/OTP's (1 in 5 s): an OTP
+// supervisor restarts a process in microseconds and escalates to its own
+// supervisor, while a stdio server is often started through npx or a
+// runtime that takes a second or more, and a server that dies of a bad
+// request now and then is no crash loop. Five quick restarts take the
+// default backoff about 1.5 s; after that one start is tried per step, the
+// steps 2 s apart and doubling up to the window, so a crash loop makes
+// about 8 starts in its first 10 s and then one every 10 s.
+const (
+	DefaultRestartLimit  = 5
+	DefaultRestartWindow = 10 * time.Second
+)
+
+// DefaultStdioStopTimeout is how long a stdio server is given to exit
+// after its stdin is closed, and again after SIGTERM, before SIGKILL: the
+// TypeScript SDK's 2 s.
+const DefaultStdioStopTimeout = 2 * time.Second
+
+func (so stdioOptions) withDefaults() stdioOptions {
+	if so.restartLimit == 0 {
+		so.restartLimit, so.restartWindow = DefaultRestartLimit, DefaultRestartWindow
+	}
+	if so.stopTimeout == 0 {
+		so.stopTimeout = DefaultStdioStopTimeout
+	}
+	return so
+}
+
+// WithStdioEnv adds variables, each "KEY=value", to the environment of a
+// stdio server's process (NewStdio), after the few it inherits from the
+// agent's; a later one wins over an earlier one of the same key.
+func WithStdioEnv(env ...string) Option {
+	env = append([]string(nil), env...)
+	return optionFunc(func(o *options) {
+		o.stdio.set = true
+		for _, kv := range env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				o.invalidf("WithStdioEnv(%q): want KEY=value", kv)
+			}
+		}
+		o.stdio.env = append(o.stdio.env, env...)
+	})
+}
+
+// WithStdioDir sets the working directory of a stdio server's process
+// (NewStdio). Default: the agent's.
+func WithStdioDir(dir string) Option {
+	return optionFunc(func(o *options) { o.stdio.set, o.stdio.dir = true, dir })
+}
+
+// WithRestartLimit sets the restart intensity of a stdio server (NewStdio):
+// more than n restarts of a process within window is a crash loop. Calls
+// that find no process in service then fail at once with ErrUnavailable
+// (and the last exit, *ProcessExitError), and one start is tried per step:
+// WithBackOff's, at least window/n, doubling up to window. A process that
+// runs for a whole window ends the crash loop. Default 5 in 10 s (see
+// DefaultRestartLimit). n must be at least 1, window positive.
+func WithRestartLimit(n int, window time.Duration) Option {
+	return optionFunc(func(o *options) {
+		o.stdio.set = true
+		if n < 1 || window <= 0 {
+			o.invalidf("WithRestartLimit(%d, %v): want at least one restart in a positive window", n, window)
+		}
+		o.stdio.restartLimit, o.stdio.restartWindow = n, window
+	})
+}
+
+// WithStdioStopTimeout sets how long a stdio server's process (NewStdio) is
+// given to exit after its stdin is closed, and again after SIGTERM, before
+// SIGKILL. Default 2 s (DefaultStdioStopTimeout).
+func WithStdioStopTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		o.stdio.set = true
+		if d <= 0 {
+			o.invalidf("WithStdioStopTimeout(%v): want a positive duration", d)
+		}
+		o.stdio.stopTimeout = d
+	})
+}
+
+// WithIdleStop stops a stdio server's processes (NewStdio) after d with no
+// call, no subscription and no Listen (between d and 2d after the last
+// call ended), and starts them again on the next call: an agent configured
+// with 40 servers does not run 40 idle processes. A stop for idleness is
+// not a restart (Stats().Restarts, WithRestartLimit). Default 0: never.
+func WithIdleStop(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		o.stdio.set = true
+		if d < 0 {
+			o.invalidf("WithIdleStop(%v): want a duration of 0 (never) or more", d)
+		}
+		o.stdio.idleStop = d
+	})
+}
+
+// stdioSpec is what a stdio server's process is started from.
+type stdioSpec struct {
+	command     string
+	args        []string
+	env         []string
+	dir         string
+	stopTimeout time.Duration
+}
+
+// inheritedEnv are the variables of the agent's environment a stdio server
+// gets, as the TypeScript SDK's getDefaultEnvironment has them.
+var inheritedEnv = func() []string {
+	if runtime.GOOS == "windows" {
+		return []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE", "PROGRAMFILES"}
+	}
+	return []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+}()
+
+// stdioEnv is a stdio server's environment: the inherited variables of
+// environ (not shell functions, whose values start with "()"), then extra.
+func stdioEnv(environ, extra []string) []string {
+	var env []string
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		for _, want := range inheritedEnv {
+			same := k == want
+			if runtime.GOOS == "windows" {
+				same = strings.EqualFold(k, want) // Path is PATH there
+			}
+			if same && !strings.HasPrefix(v, "()") {
+				env = append(env, kv)
+			}
+		}
+	}
+	return append(env, extra...)
+}
+
+// stdioSupervisor is what a NewStdio client keeps of its processes: per
+// pool member, the restart intensity and the process running; for the
+// client, the counts and the last exit. Safe for concurrent use. mu and
+// idleMu are leaf locks, never held together (nor with any other lock of
+// the client), and no user code runs under them.
+type stdioSupervisor struct {
+	spec     stdioSpec
+	opts     stdioOptions
+	restarts atomic.Uint64
+	skipped  atomic.Uint64 // stdout lines that were not JSON-RPC
+	lastExit atomic.Pointer[ProcessExit]
+
+	mu    sync.Mutex
+	slots []stdioSlot // by pool member
+
+	idleMu    sync.Mutex  // guards the two below; a leaf
+	idleTimer *time.Timer // WithIdleStop's check; made by the first process
+	idleCalls uint64      // Stats().Calls at the last check
+}
+
+type stdioSlot struct {
+	restarts policy.Restarts
+	steps    backoff.BackOff // WithBackOff's, for the steps of a crash loop
+	proc     *stdioProcess   // the last started
+	started  bool
+	idled    bool // its last process was stopped for idleness: the next start is no restart
+}
+
+// ProcessExit is how a stdio server's process ended. A plain value.
+type ProcessExit struct {
+	PID int
+	// Code is the exit status; -1 if a signal ended the process (Signal).
+	Code   int
+	Signal os.Signal // nil if it exited by itself
+	When   time.Time
+	Uptime time.Duration
+	// StderrTail is the last lines it wrote to stderr (at most 20, each cut
+	// at 1 KiB).
+	StderrTail []string
+}
+
+// String is "exit status 1" or "signal: killed", as os/exec says it.
+func (e ProcessExit) String() string {
+	if e.Signal != nil {
+		return "signal: " + e.Signal.String()
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
+// ProcessExitError is the cause of the loss of a stdio server's session
+// when its process exited, and of calls that failed fast while it was
+// crash-looping: the exit, and its last stderr lines. Immutable.
+type ProcessExitError struct{ Exit ProcessExit }
+
+func (e *ProcessExitError) Error() string {
+	msg := fmt.Sprintf("server process %d exited (%s) after %v", e.Exit.PID, e.Exit, e.Exit.Uptime.Round(time.Millisecond))
+	if len(e.Exit.StderrTail) > 0 {
+		msg += "; last stderr: " + strings.Join(e.Exit.StderrTail, " | ")
+	}
+	return msg
+}
+
+func exitOf(pid int, st *os.ProcessState, started, when time.Time, tail []string) ProcessExit {
+	e := ProcessExit{PID: pid, Code: -1, When: when, Uptime: when.Sub(started), StderrTail: tail}
+	if st == nil {
+		return e
+	}
+	e.Code = st.ExitCode()
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = ws.Signal()
+	}
+	return e
+}
+
+// ProcessStarted is the event of a stdio server's process started. A
+// plain value.
+type ProcessStarted struct {
+	PID     int
+	Member  int  // the pool member it serves
+	Restart bool // not the member's first process
+}
+
+// ProcessExited is the event of a stdio server's process that exited:
+// crashed, or ended by the client (Stopped). A plain value.
+type ProcessExited struct {
+	Exit    ProcessExit
+	Member  int
+	Stopped bool
+}
+
+func (ProcessStarted) isEvent() {}
+func (ProcessExited) isEvent()  {}
+
+// crashLoopError is the cause of a dial made to wait past its deadline by
+// the restart intensity.
+type crashLoopError struct {
+	next time.Time
+	last *ProcessExitError
+}
+
+func (e *crashLoopError) Error() string {
+	msg := "server process crash-looping; next start in " + time.Until(e.next).Round(time.Millisecond).String()
+	if e.last != nil {
+		msg += ": " + e.last.Error()
+	}
+	return msg
+}
+func (e *crashLoopError) Unwrap() error {
+	if e.last == nil {
+		return nil
+	}
+	return e.last
+}
+
+// openStdio starts member's next process and initializes a session on it:
+// the stdio counterpart of open. The start waits as the restart intensity
+// says (a crash loop), within ctx.
+func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
+	sup := c.stdio
+	if err := c.awaitStart(ctx, member); err != nil {
+		return nil, err
+	}
+	p, err := startProcess(&sup.spec, c.opts.maxResponseBytes, c.log, &sup.skipped, func(p *stdioProcess) { c.processEnded(member, p) })
+	restart := sup.record(member, p)
+	if err != nil {
+		if policy.StartPermanent(err) {
+			// The call learns at once, and the next call tries again.
+			return nil, backoff.Permanent(fmt.Errorf("%w: %w", ErrUnavailable, err))
+		}
+		return nil, err
+	}
+	if restart {
+		sup.restarts.Add(1)
+	}
+	c.obs.processEvent(ProcessStarted{PID: p.pid, Member: member, Restart: restart})
+	c.log.Info("server process started", "command", sup.spec.command, "pid", p.pid, "member", member, "restart", restart)
+
+	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.filter, stdinWriter{p.stdin}, nil), p.filter}, c.opts.clientOptions...)
+	fail := func(err error) (*session, error) {
+		_ = mc.Close()
+		p.stop()
+		return nil, err
+	}
+	// Not ctx, which ends with the dial: mcp-go answers the server's
+	// requests (sampling, elicitation, roots) under this one.
+	if err := mc.Start(c.lifetime); err != nil {
+		return fail(err)
+	}
+	mc.OnNotification(c.onServerNotification)
+	res, err := mc.Initialize(ctx, *req)
+	if err != nil {
+		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
+		if waitFor(p.exited, tailWait) {
+			err = fmt.Errorf("%w (%w)", err, &ProcessExitError{Exit: p.exit})
+		}
+		err = &openError{verdict: v, err: fmt.Errorf("initialize: %w", err)}
+		if v.Permanent() {
+			err = backoff.Permanent(err)
+		}
+		return fail(err)
+	}
+	c.stats.sessionsOpened.Add(1)
+	version := mc.ProtocolVersion()
+	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: p}
+	// Notifications come on stdout, always: no event stream to open.
+	s.listening.Store(true)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := p.attach(func(cause error) { c.replace(s, cause) }); err != nil {
+		s.close()
+		return nil, err
+	}
+	c.armIdleStop()
+	return s, nil
+}
+
+// armIdleStop (re)starts WithIdleStop's check: a timer, no goroutine.
+func (c *ResilientClient) armIdleStop() {
+	sup := c.stdio
+	d := sup.opts.idleStop
+	if d <= 0 {
+		return
+	}
+	sup.idleMu.Lock()
+	defer sup.idleMu.Unlock()
+	sup.idleCalls = c.stats.calls.Load()
+	if sup.idleTimer == nil {
+		sup.idleTimer = time.AfterFunc(d, c.checkIdle)
+	} else {
+		sup.idleTimer.Reset(d)
+	}
+}
+
+// checkIdle stops the processes if no call began in the last period and
+// none is in flight, and nothing listens; else it looks again a period
+// later. After Close it does nothing: the pool has closed the processes.
+func (c *ResilientClient) checkIdle() {
+	if c.closed.Load() {
+		return
+	}
+	sup := c.stdio
+	subs, _ := c.memory.snapshot()
+	c.listens.mu.Lock()
+	listening := len(c.listens.filters) > 0
+	c.listens.mu.Unlock()
+	sup.idleMu.Lock()
+	calls := c.stats.calls.Load()
+	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || len(subs) > 0 || listening
+	sup.idleCalls = calls
+	if busy {
+		sup.idleTimer.Reset(sup.opts.idleStop)
+		sup.idleMu.Unlock()
+		return
+	}
+	sup.idleMu.Unlock()
+	left := false
+	for _, s := range c.pool.Values() {
+		sup.mu.Lock()
+		sup.slots[s.member].idled = true
+		sup.mu.Unlock()
+		if c.pool.Retire(s) {
+			c.log.Info("server process stopped: idle", "pid", s.proc.pid, "member", s.member, "idle_stop", sup.opts.idleStop)
+			continue
+		}
+		sup.mu.Lock()
+		sup.slots[s.member].idled = false // a call took it meanwhile
+		sup.mu.Unlock()
+		left = true
+	}
+	if left {
+		c.armIdleStop()
+	}
+}
+
+// stdioTransport is mcp-go's stdio transport over the pipes of a process
+// of the client's, with the answers the stdoutFilter skipped as over the
+// limit failing their requests as HTTP's do: ErrResponseTooLarge, on the
+// call's exchange, for the policy.
+type stdioTransport struct {
+	*transport.Stdio
+	filter *stdoutFilter
+}
+
+func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.Stdio.SendRequest(ctx, req)
+	if err == nil && t.filter.tooLargeAnswer(resp) {
+		wire.RefuseTooLarge(ctx, t.filter.limit)
+		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.limit)
+	}
+	return resp, err
+}
+
+// stdinWriter is the process's stdin as mcp-go writes to it: a write that
+// wrote nothing is a *wire.UnwrittenError, which the policy knows did not
+// run (a request sent after the process died is NotSent, not
+// OutcomeUnknown).
+type stdinWriter struct{ f *os.File }
+
+func (w stdinWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if err != nil && n == 0 {
+		err = &wire.UnwrittenError{Err: err}
+	}
+	return n, err
+}
+
+func (w stdinWriter) Close() error { return w.f.Close() }
+
+// awaitStart waits until member's next process may start, as the restart
+// intensity says; if that is past ctx's deadline, it fails at once and the
+// pool's loop tries again on its schedule.
+func (c *ResilientClient) awaitStart(ctx context.Context, member int) error {
+	sup := c.stdio
+	sup.mu.Lock()
+	slot := &sup.slots[member]
+	var step time.Duration
+	if slot.restarts.Looping() {
+		if slot.steps == nil {
+			slot.steps = c.opts.newBackOff()
+		}
+		step = slot.steps.NextBackOff()
+	}
+	looping := slot.restarts.Looping()
+	at := slot.restarts.Next(time.Now(), max(step, 0))
+	nowLooping := slot.restarts.Looping()
+	sup.mu.Unlock()
+	if nowLooping && !looping {
+		c.log.Warn("server process crash-looping: starts slowed down, calls without a process fail fast",
+			"member", member, "limit", sup.opts.restartLimit, "window", sup.opts.restartWindow)
+		c.pool.Wake()
+	}
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return &crashLoopError{next: at, last: sup.lastExitError()}
+	}
+	switch wait.Sleep(ctx, d, c.lifetime.Done()) {
+	case wait.Elapsed:
+		return nil
+	}
+	return &crashLoopError{next: at, last: sup.lastExitError()}
+}
+
+// record records a start of member's process (p nil: it failed to start);
+// it reports whether it was a restart.
+func (sup *stdioSupervisor) record(member int, p *stdioProcess) bool {
+	sup.mu.Lock()
+	defer sup.mu.Unlock()
+	slot := &sup.slots[member]
+	if slot.idled {
+		slot.idled, slot.started = false, false
+		slot.restarts = policy.Restarts{Limit: slot.restarts.Limit, Window: slot.restarts.Window}
+	}
+	slot.restarts.Started(time.Now())
+	restart := slot.started
+	slot.started = true
+	if p != nil {
+		slot.proc = p
+	}
+	return restart
+}
+
+// processEnded records the exit of member's process p, for Stats and
+// errors, the restart intensity and the observers. It is told by p's wait,
+// before the loss of p's session is.
+func (c *ResilientClient) processEnded(member int, p *stdioProcess) {
+	exit := p.exit
+	c.stdio.lastExit.Store(&exit)
+	c.stdio.mu.Lock()
+	slot := &c.stdio.slots[member]
+	slot.restarts.Exited(exit.Uptime)
+	if !slot.restarts.Looping() {
+		slot.steps = nil
+	}
+	c.stdio.mu.Unlock()
+	c.obs.processEvent(ProcessExited{Exit: exit, Member: member, Stopped: p.stopping.Load()})
+}
+
+func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
+	if e := sup.lastExit.Load(); e != nil {
+		return &ProcessExitError{Exit: *e}
+	}
+	return nil
+}
+
+// crashLoopFailFast is whileNoSession's answer for a stdio client whose
+// processes are crash-looping: calls fail at once, with the last exit.
+func (c *ResilientClient) crashLoopFailFast() error {
+	sup := c.stdio
+	if sup == nil {
+		return nil
+	}
+	sup.mu.Lock()
+	looping := false
+	for i := range sup.slots {
+		looping = looping || sup.slots[i].restarts.Looping()
+	}
+	sup.mu.Unlock()
+	if !looping {
+		return nil
+	}
+	why := fmt.Sprintf("failing fast: the server process is crash-looping (more than %d restarts within %v)", sup.opts.restartLimit, sup.opts.restartWindow)
+	var last error
+	if e := sup.lastExitError(); e != nil {
+		last = e
+	}
+	return &failedFast{why: why, last: last}
+}
+
+// processEvent tells the observers of a stdio server's process.
+func (o *observers) processEvent(ev Event) {
+	if o != nil {
+		o.event(ev)
+	}
+}
+
+// stdioStats fills in what Stats says of a stdio client's processes.
+func (c *ResilientClient) stdioStats(st *Stats) {
+	sup := c.stdio
+	if sup == nil {
+		return
+	}
+	st.Restarts = sup.restarts.Load()
+	st.StdoutSkipped = sup.skipped.Load()
+	if e := sup.lastExit.Load(); e != nil {
+		st.LastExit = *e
+	}
+	sup.mu.Lock()
+	defer sup.mu.Unlock()
+	for i := range sup.slots {
+		if p := sup.slots[i].proc; p != nil && !waitFor(p.exited, 0) && st.PID == 0 {
+			st.PID = p.pid
+		}
+		// A crash loop fails calls fast while no session is in service,
+		// as the breaker does.
+		if sup.slots[i].restarts.Looping() && st.Sessions == 0 {
+			st.FailingFast = true
+		}
+	}
+}
