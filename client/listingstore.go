@@ -158,13 +158,32 @@ func (w *storeWriter) drain(c *ResilientClient) {
 			return
 		}
 		w.mu.Unlock()
+		// An answer of a server the client has since found replaced by
+		// another is not written: the store was, or will be, rid of that
+		// server's answers (readListingStore), and a write queued before
+		// the change must not bring one back; nor one written while the
+		// change was seen, which is deleted again.
+		if w.superseded(c, next) {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), listingStoreTimeout)
 		err := c.opts.listings.store.Put(ctx, next)
+		if err == nil && w.superseded(c, next) {
+			err = c.opts.listings.store.Delete(ctx, next.Key)
+		}
 		cancel()
 		if err != nil {
 			c.log.Warn("could not write a listing to the listing store", "method", next.Method, "err", err)
 		}
 	}
+}
+
+// superseded: l is the answer of a server the client has since found
+// replaced by another.
+func (w *storeWriter) superseded(c *ResilientClient, l StoredListing) bool {
+	c.tools.mu.Lock()
+	defer c.tools.mu.Unlock()
+	return l.Server != "" && c.tools.listings.server != "" && l.Server != c.tools.listings.server
 }
 
 // readListingStore reads the store once, the first time a stale answer is

@@ -18,13 +18,15 @@ func TestParamHeadersWithoutListing(t *testing.T) {
 		name        string
 		pool        int
 		listFirst   bool
-		calls, list int64 // tools/call and tools/list the server gets for 4 calls
+		calls, list int64 // tools/call the server gets for 4 calls, and at most so many tools/list
 	}{
 		// The first call is refused, the tools are listed, and it is sent
 		// again with its headers; the others have them at once.
 		{"never listed", 1, false, 5, 1},
-		// Listed on one session of the pool; the calls go out on all.
-		{"listed on another session", 3, true, 4, 1},
+		// Listed on one session of the pool; the calls go out on all. A
+		// session the pool opens after the listing lists again
+		// (refreshTools), so up to one listing per session.
+		{"listed on another session", 3, true, 4, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startServer(t, testserver.Config{Era: testserver.StatelessEra, SchemaTools: true})
@@ -50,8 +52,8 @@ func TestParamHeadersWithoutListing(t *testing.T) {
 			if n := srv.RPCs("tools/call"); n != tc.calls {
 				t.Errorf("%d tools/call sent, want %d", n, tc.calls)
 			}
-			if n := srv.RPCs("tools/list"); n != tc.list {
-				t.Errorf("%d tools/list sent, want %d", n, tc.list)
+			if n := srv.RPCs("tools/list"); n < 1 || n > tc.list {
+				t.Errorf("%d tools/list sent, want 1 to %d", n, tc.list)
 			}
 		})
 	}

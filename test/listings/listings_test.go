@@ -267,6 +267,9 @@ func noStaleListingAcrossServerIdentity(t *testing.T, store client.ListingStore)
 	if store == nil {
 		return
 	}
+	// The store is written in the background; Close waits for the writes
+	// queued before it.
+	r.C.Close()
 	stored, err := store.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
