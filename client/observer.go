@@ -1,10 +1,6 @@
 package client
 
-import (
-	"context"
-	"fmt"
-	"time"
-)
+import "github.com/resilientmcp/resilientmcp/client/observe"
 
 // WithObserver has o told of every call the client makes for its caller,
 // and of what it does on its own: sessions opened and lost, probes,
@@ -25,405 +21,58 @@ func WithObserver(o Observer) Option {
 	})
 }
 
-// Observer is told what the client does, in the spirit of grpc-go's
-// stats.Handler: of each call (it starts; every attempt to send it, with why
-// it was made, on which session, and what the call waited for before it;
-// how each attempt ended; how the call ended, with the class of its error),
-// and, through HandleEvent, of what happens outside calls (a session opened,
-// lost with its cause, or closed; a probe; a failed reconnect; a token
-// renewal; a session's change of state).
-//
-// A call's methods are called in order on the caller's goroutine:
-// StartCall, then for each attempt StartAttempt and EndAttempt, then
-// EndCall. StartCall and StartAttempt may return a context derived from
-// theirs, to carry what the observer follows the call with (a span): every
-// later method of the call gets a context derived from StartCall's, and
-// EndAttempt gets StartAttempt's. The attempt's requests go out under its
-// context, so an instrumented http.Client nests its spans under it.
-//
-// An attempt that resends a request the server refused with 401 or 403
-// (a new token) begins in the HTTP layer, beneath mcp-go: its StartAttempt
-// gets the refused request's context, derived from the previous attempt's.
-// An observer that keeps an attempt's state (a span) in the context finds
-// the previous attempt's there, and must not take it for the new one's
-// parent.
-//
-// An Observer must be safe for concurrent use: the client calls it from
-// every goroutine that makes a call, and HandleEvent from goroutines of its
-// own. Its methods must return quickly and must not call the client.
-type Observer interface {
-	// StartCall is told that a call begins. It returns the context the
-	// call runs under: ctx, or one derived from it.
-	StartCall(ctx context.Context, call CallInfo) context.Context
-	// StartAttempt is told that the call is about to be sent, the first
-	// time or again. It returns the context the attempt's requests go out
-	// under: ctx, or one derived from it.
-	StartAttempt(ctx context.Context, attempt AttemptInfo) context.Context
-	// EndAttempt is told how the attempt ended. ctx is the one
-	// StartAttempt returned, or with several observers the last one's,
-	// derived from it.
-	EndAttempt(ctx context.Context, end AttemptEnd)
-	// EndCall is told how the call ended. ctx is the one StartCall
-	// returned, or with several observers the last one's, derived from
-	// it.
-	EndCall(ctx context.Context, end CallEnd)
-	// HandleEvent is told of what happens outside calls to the client
-	// whose endpoint is server: one of SessionOpened, SessionLost,
-	// SessionClosed, SessionState, Probed, DialFailed, TokenRenewed,
-	// BreakerState, and of a stdio server, ProcessStarted and
-	// ProcessExited.
-	HandleEvent(server Server, ev Event)
-}
+// The observer's vocabulary lives in package observe, as grpc-go's stats
+// package holds its stats.Handler's, so that an observer (otelmcp's) need
+// not import the client. These aliases keep code written against client's
+// names compiling unchanged; their docs are observe's.
+type (
+	Observer       = observe.Observer
+	MetaPropagator = observe.MetaPropagator
+	CallInfo       = observe.CallInfo
+	Server         = observe.Server
+	AttemptInfo    = observe.AttemptInfo
+	AttemptReason  = observe.AttemptReason
+	WaitKind       = observe.WaitKind
+	AttemptEnd     = observe.AttemptEnd
+	CallEnd        = observe.CallEnd
 
-// MetaPropagator is an Observer that also carries context to the server in
-// the params._meta of every JSON-RPC request and notification an attempt
-// sends (SEP-414: traceparent, tracestate, baggage), so that the server's
-// spans join the caller's trace. InjectMeta is called for each, with the
-// context the request goes out under (the attempt's), and returns the
-// entries to add, nil if none; the client does not keep the map. An entry
-// the request's _meta already has is kept as the request has it. When no
-// MetaPropagator returns anything, the request goes out untouched.
-//
-// A request is rewritten only if some entry is to be added: that costs a
-// pass over its JSON and a copy of its body. Most requests of a program
-// that traces nothing have nothing to add: InjectMeta should find that out
-// without allocating.
-type MetaPropagator interface {
-	Observer
-	InjectMeta(ctx context.Context) map[string]string
-}
-
-// CallInfo is what a call is: StartCall's argument. A plain value.
-type CallInfo struct {
-	// Method is the MCP method: "tools/call", "resources/read",
-	// "initialize" (Initialize, which waits for the session it opens)...
-	Method string
-	// Tool is the tool of a tools/call, Prompt the prompt of a prompts/get,
-	// ResourceURI the resource of a resources/read, resources/subscribe or
-	// resources/unsubscribe; "" for other methods.
-	Tool, Prompt, ResourceURI string
-	// Server is the client's endpoint.
-	Server Server
-}
-
-// Server is a client's endpoint, as the semantic conventions' server.address
-// and server.port have it: the URL's host, and its port or the scheme's. A
-// plain value.
-type Server struct {
-	Address string
-	Port    int
-}
-
-// AttemptInfo is what an attempt is: StartAttempt's argument. A plain value.
-type AttemptInfo struct {
-	// Number counts the call's attempts, from 1. It counts every send:
-	// also those that provably did not run, and the resend after a 401
-	// that the token layer makes beneath mcp-go.
-	Number int
-	// Reason is why the attempt is made: what the one before met.
-	Reason AttemptReason
-	// Session is the session's Mcp-Session-Id, "" in the stateless era
-	// (2026-07-28), which has no sessions on the wire.
-	Session string
-	// ProtocolVersion is the version the session negotiated.
-	ProtocolVersion string
-	// Waited is what the call waited for before this attempt could be
-	// sent, since WaitStart: a new session after a re-initialization or a
-	// redial. WaitNone when it did not wait for one.
-	Waited    WaitKind
-	WaitStart time.Time
-}
-
-// AttemptReason is why an attempt is made.
-type AttemptReason int
-
-// The reasons for an attempt.
-const (
-	// AttemptFirst: the call's first send.
-	AttemptFirst AttemptReason = iota
-	// AttemptNotSent: the previous attempt provably did not reach the
-	// server's handler (refused, declined with 503 or 429, not written, a
-	// pooled connection found closed): sent again, whatever the call.
-	AttemptNotSent
-	// AttemptOutcomeUnknown: the previous attempt may have run and its
-	// answer was lost; the call is safe to repeat, so it is replayed.
-	AttemptOutcomeUnknown
-	// AttemptSessionExpired: the previous attempt's session expired (404,
-	// or 400 to a session it had served), or the server no longer speaks
-	// its protocol version; it did not run. Resent on a new session, after
-	// the re-initialization.
-	AttemptSessionExpired
-	// AttemptUnauthorized: the server refused the previous attempt's
-	// token (401) or its scope (403 insufficient_scope); it did not run.
-	// Sent again with a new token.
-	AttemptUnauthorized
+	Event          = observe.Event
+	SessionOpened  = observe.SessionOpened
+	OpenReason     = observe.OpenReason
+	SessionLost    = observe.SessionLost
+	LossReason     = observe.LossReason
+	SessionClosed  = observe.SessionClosed
+	SessionState   = observe.SessionState
+	Probed         = observe.Probed
+	DialFailed     = observe.DialFailed
+	TokenRenewed   = observe.TokenRenewed
+	BreakerState   = observe.BreakerState
+	ProcessStarted = observe.ProcessStarted
+	ProcessExited  = observe.ProcessExited
+	ProcessExit    = observe.ProcessExit
 )
 
-// String is the reason as a span attribute or a metric label has it:
-// "first", "not_sent", "outcome_unknown", "session_expired",
-// "unauthorized".
-func (r AttemptReason) String() string {
-	switch r {
-	case AttemptFirst:
-		return "first"
-	case AttemptNotSent:
-		return "not_sent"
-	case AttemptOutcomeUnknown:
-		return "outcome_unknown"
-	case AttemptSessionExpired:
-		return "session_expired"
-	case AttemptUnauthorized:
-		return "unauthorized"
-	}
-	return fmt.Sprintf("AttemptReason(%d)", int(r))
-}
-
-// WaitKind is what a call waited for between two attempts.
-type WaitKind int
-
-// What a call waits for.
+// The reasons and waits of observe, under client's names.
 const (
-	WaitNone WaitKind = iota
-	// WaitReinitialize: the session expired; the call waited for the new
-	// one (one re-initialization for every call that met it).
-	WaitReinitialize
-	// WaitRedial: the session was lost otherwise (its connection broke or
-	// hung, it failed a probe, it answered another request, or the server
-	// could not be reached); the call waited for the reconnect loop to put
-	// a session back in service.
-	WaitRedial
+	AttemptFirst          = observe.AttemptFirst
+	AttemptNotSent        = observe.AttemptNotSent
+	AttemptOutcomeUnknown = observe.AttemptOutcomeUnknown
+	AttemptSessionExpired = observe.AttemptSessionExpired
+	AttemptUnauthorized   = observe.AttemptUnauthorized
+
+	WaitNone         = observe.WaitNone
+	WaitReinitialize = observe.WaitReinitialize
+	WaitRedial       = observe.WaitRedial
+
+	OpenFirst        = observe.OpenFirst
+	OpenReinitialize = observe.OpenReinitialize
+	OpenRedial       = observe.OpenRedial
+	OpenRequested    = observe.OpenRequested
+	OpenKept         = observe.OpenKept
+
+	LossExpired     = observe.LossExpired
+	LossUnreachable = observe.LossUnreachable
+	LossUnhealthy   = observe.LossUnhealthy
+	LossCorrupt     = observe.LossCorrupt
+	LossRequested   = observe.LossRequested
 )
-
-// String is "none", "reinitialize" or "redial".
-func (w WaitKind) String() string {
-	switch w {
-	case WaitNone:
-		return "none"
-	case WaitReinitialize:
-		return "reinitialize"
-	case WaitRedial:
-		return "redial"
-	}
-	return fmt.Sprintf("WaitKind(%d)", int(w))
-}
-
-// AttemptEnd is how an attempt ended: EndAttempt's argument. A plain value.
-type AttemptEnd struct {
-	// Err is what the attempt met; nil if the server answered it with a
-	// result. A JSON-RPC error is the server's answer, and the call's.
-	Err error
-	// ErrorType is Err's class, "" when Err is nil: what the client
-	// decided the failure was, the same for every observer and for the
-	// client's own handling of it. The JSON-RPC error code of the
-	// server's answer ("-32602"), or "server_error" (the server's own
-	// answer without a code mcp-go keeps: a 4xx, a 404 in the 2026-07-28
-	// era), "session_expired" (the server no longer knows the session, or
-	// changed protocol version), "unauthorized", "insufficient_scope",
-	// "wrong_answer" (an answer carrying another request's id),
-	// "response_too_large", "deadline_exceeded", "canceled",
-	// "server_busy" (429, 503), "connection_error" (no connection, or it
-	// failed under the request, or a proxy's did: 502, 504),
-	// "broken_answer" (a 500, an answer that is not MCP).
-	ErrorType string
-	// RequestID is the JSON-RPC id of the attempt's last request, when
-	// a MetaPropagator had it carry context (its body is read then); ""
-	// otherwise.
-	RequestID string
-	// NetworkProtocolVersion is the HTTP version of the attempt's last
-	// response ("1.1", "2"), "" if none came, or if no observer of the
-	// client is a MetaPropagator (only they put a layer under the HTTP
-	// client, and only then do calls pay for it).
-	NetworkProtocolVersion string
-}
-
-// CallEnd is how a call ended: EndCall's argument. A plain value.
-type CallEnd struct {
-	// Err is the error the call returns to its caller.
-	Err error
-	// ErrorType is the class of the call's failure, "" if it succeeded:
-	// "tool_error" for a tools/call whose result has IsError; the
-	// library's class of the error returned: "outcome_unknown",
-	// "unavailable", "authorization_required", "insufficient_scope",
-	// "closed"; for the server's answer, returned as is, the ErrorType of
-	// the attempt that met it (the JSON-RPC code, or "server_error"); and
-	// "_OTHER" for an answer no attempt met (the server refused to open a
-	// session) without a JSON-RPC code mcp-go keeps.
-	ErrorType string
-	// RPCCode is the JSON-RPC error code of the server's answer when
-	// ErrorType is one; 0 otherwise.
-	RPCCode int
-	// Attempts is how many times the call was sent (AttemptInfo.Number of
-	// the last): more than 1 if it was retried.
-	Attempts int
-	// ReplayRefused: an attempt's outcome was unknown and the call was not
-	// sent again because it is not safe to repeat (the error is then
-	// ErrOutcomeUnknown).
-	ReplayRefused bool
-	// FromCache: a listing or a read answered from the client's cache:
-	// within the ttlMs the server gave (Attempts is 0: nothing was sent),
-	// or, with Stale, in place of the error its attempts met, with the
-	// last good answer (WithMaxStale). Err is nil.
-	FromCache, Stale bool
-}
-
-// Event is something that happened outside calls: HandleEvent's argument,
-// one of the types below. Each is a plain value.
-type Event interface{ isEvent() }
-
-// SessionOpened: a session went into service. A plain value.
-type SessionOpened struct {
-	Session         string // Mcp-Session-Id, "" in the stateless era
-	ProtocolVersion string
-	Reason          OpenReason
-}
-
-// OpenReason is why a session was put into service.
-type OpenReason int
-
-// Why a session is put into service.
-const (
-	// OpenFirst: a pool member's first session (its first dial).
-	OpenFirst OpenReason = iota
-	// OpenReinitialize: the session before it expired (a restart, an idle
-	// timeout, a new protocol version).
-	OpenReinitialize
-	// OpenRedial: the session before it died (its connection, its probes)
-	// or answered another request.
-	OpenRedial
-	// OpenRequested: the caller called Initialize with another request.
-	OpenRequested
-	// OpenKept: the server could not be reached for a while, and the
-	// session survived it: it goes back into service, nothing was opened.
-	OpenKept
-)
-
-// String is "first", "reinitialize", "redial", "requested" or "kept".
-func (r OpenReason) String() string {
-	switch r {
-	case OpenFirst:
-		return "first"
-	case OpenReinitialize:
-		return "reinitialize"
-	case OpenRedial:
-		return "redial"
-	case OpenRequested:
-		return "requested"
-	case OpenKept:
-		return "kept"
-	}
-	return fmt.Sprintf("OpenReason(%d)", int(r))
-}
-
-// SessionLost: a session was taken out of service, and a new one is being
-// opened (the reconnect loop), once per loss. A plain value.
-type SessionLost struct {
-	Session string
-	Reason  LossReason
-	Cause   error // what the client met: the 404, the failed probe, the broken connection
-}
-
-// LossReason is why a session was taken out of service.
-type LossReason int
-
-// Why a session is lost.
-const (
-	// LossExpired: it expired, or the server speaks another protocol
-	// version now.
-	LossExpired LossReason = iota
-	// LossUnreachable: no connection could be made to the server; the
-	// session may have survived, and is asked once the server answers.
-	LossUnreachable
-	// LossUnhealthy: it failed its probes: the connection is dead or hung.
-	LossUnhealthy
-	// LossCorrupt: it answered another request (a wrong JSON-RPC id).
-	LossCorrupt
-	// LossRequested: the caller called Initialize with another request.
-	LossRequested
-)
-
-// String is "expired", "unreachable", "unhealthy", "corrupt" or
-// "requested".
-func (r LossReason) String() string {
-	switch r {
-	case LossExpired:
-		return "expired"
-	case LossUnreachable:
-		return "unreachable"
-	case LossUnhealthy:
-		return "unhealthy"
-	case LossCorrupt:
-		return "corrupt"
-	case LossRequested:
-		return "requested"
-	}
-	return fmt.Sprintf("LossReason(%d)", int(r))
-}
-
-// SessionClosed: a session's mcp-go client was closed, its life over: it
-// was replaced, or the client closed. A plain value.
-type SessionClosed struct {
-	Session         string
-	ProtocolVersion string
-	Duration        time.Duration // since it was opened
-	// Lost is why it was taken out of service, if it was lost; Cause the
-	// loss's cause. Nil Cause: it ended normally (Close, a new Initialize
-	// request).
-	Lost  LossReason
-	Cause error
-}
-
-// SessionState: a session slot of the pool (WithPoolSize) changed state;
-// the client's State is the best of its slots'. Delivered in order, on the
-// goroutine that delivers WithStateHandler's transitions. A plain value.
-type SessionState struct{ From, To State }
-
-// Probed: a probe (keepalive, or before a call on a session not heard from
-// for a while) answered, or failed with Err. A plain value.
-type Probed struct {
-	Session string
-	Err     error
-	// Busy: the server declined the probe unread (503, 429); the session
-	// is kept.
-	Busy bool
-}
-
-// DialFailed: the reconnect loop could not open a session; it tries again
-// after RetryIn. A plain value.
-type DialFailed struct {
-	Err     error
-	RetryIn time.Duration
-}
-
-// TokenRenewed: the OAuth token layer (WithOAuth) renewed the client's
-// token, or failed to. A plain value.
-type TokenRenewed struct {
-	// Refresh: a refresh token was spent; else the client authorized
-	// (the user through OAuthConfig.Authorize, or client credentials).
-	Refresh bool
-	// Err is nil when a token came. ErrorType is its class: the
-	// authorization failure's reason ("invalid_grant", "denied", ...),
-	// "unavailable" (the authorization server or the grant store could not
-	// be reached), or "_OTHER".
-	Err       error
-	ErrorType string
-}
-
-// BreakerState: the circuit breaker (WithFailFastAfter) opened, because
-// the server had been unreachable since OutageSince for longer than the
-// option's duration, or closed, because a session is in service again.
-// While it is open, calls fail at once with ErrUnavailable. Delivered in
-// order, on the goroutine that delivers WithStateHandler's transitions. A
-// plain value.
-type BreakerState struct {
-	Open        bool
-	OutageSince time.Time
-}
-
-func (SessionOpened) isEvent() {}
-func (BreakerState) isEvent()  {}
-func (SessionLost) isEvent()   {}
-func (SessionClosed) isEvent() {}
-func (SessionState) isEvent()  {}
-func (Probed) isEvent()        {}
-func (DialFailed) isEvent()    {}
-func (TokenRenewed) isEvent()  {}

@@ -1,45 +1,28 @@
 package client
 
 import (
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
 // State is the connectivity of a ResilientClient, after grpc-go's
-// connectivity states.
-type State int
+// connectivity states: observe.State, declared there with its states for
+// the observers' SessionState.
+type State = observe.State
 
+// The states, under client's names: observe's.
 const (
-	Idle         State = iota // no session yet, or the last dial failed with an error retrying cannot fix, or the backoff schedule ended
-	Connecting                // opening the first session
-	Ready                     // a session is serving calls
-	Degraded                  // a session failed a probe; calls still go to it while it is checked again
-	Reconnecting              // a session was lost; the reconnect loop dials, with backoff
-	Closed                    // Close was called
+	Idle         = observe.Idle
+	Connecting   = observe.Connecting
+	Ready        = observe.Ready
+	Degraded     = observe.Degraded
+	Reconnecting = observe.Reconnecting
+	Closed       = observe.Closed
 )
-
-// String returns the state's name, "Ready" for Ready.
-func (s State) String() string {
-	switch s {
-	case Idle:
-		return "Idle"
-	case Connecting:
-		return "Connecting"
-	case Ready:
-		return "Ready"
-	case Degraded:
-		return "Degraded"
-	case Reconnecting:
-		return "Reconnecting"
-	case Closed:
-		return "Closed"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
 
 func fromPoolState(s pool.State) State {
 	switch s {

@@ -289,27 +289,6 @@ type stdioSlot struct {
 	idled    bool // its last process was stopped for idleness: the next start is no restart
 }
 
-// ProcessExit is how a stdio server's process ended. A plain value.
-type ProcessExit struct {
-	PID int
-	// Code is the exit status; -1 if a signal ended the process (Signal).
-	Code   int
-	Signal os.Signal // nil if it exited by itself
-	When   time.Time
-	Uptime time.Duration
-	// StderrTail is the last lines it wrote to stderr (at most 20, each cut
-	// at 1 KiB).
-	StderrTail []string
-}
-
-// String is "exit status 1" or "signal: killed", as os/exec says it.
-func (e ProcessExit) String() string {
-	if e.Signal != nil {
-		return "signal: " + e.Signal.String()
-	}
-	return fmt.Sprintf("exit status %d", e.Code)
-}
-
 // ProcessExitError is the cause of the loss of a stdio server's session
 // when its process exited, and of calls that failed fast while it was
 // crash-looping: the exit, and its last stderr lines. Immutable.
@@ -334,25 +313,6 @@ func exitOf(pid int, st *os.ProcessState, started, when time.Time, tail []string
 	}
 	return e
 }
-
-// ProcessStarted is the event of a stdio server's process started. A
-// plain value.
-type ProcessStarted struct {
-	PID     int
-	Member  int  // the pool member it serves
-	Restart bool // not the member's first process
-}
-
-// ProcessExited is the event of a stdio server's process that exited:
-// crashed, or ended by the client (Stopped). A plain value.
-type ProcessExited struct {
-	Exit    ProcessExit
-	Member  int
-	Stopped bool
-}
-
-func (ProcessStarted) isEvent() {}
-func (ProcessExited) isEvent()  {}
 
 // crashLoopError is the cause of a dial made to wait past its deadline by
 // the restart intensity.

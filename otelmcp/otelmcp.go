@@ -1,7 +1,8 @@
 // Package otelmcp records OpenTelemetry traces and metrics of a
 // ResilientClient by MCP's semantic conventions (OpenTelemetry's
 // gen-ai/mcp.md), and of what the conventions have no names for: the
-// resilience itself. It is a client.Observer:
+// resilience itself. It is an observe.Observer, given to a client with
+// client.WithObserver:
 //
 //	c, err := client.New(url, client.WithObserver(otelmcp.NewObserver()))
 //
@@ -20,7 +21,7 @@
 // else the library's class: "outcome_unknown", "unavailable",
 // "authorization_required", "insufficient_scope", "closed"; for the
 // server's answer returned as is, its attempt's, such as "server_error";
-// "_OTHER" for none of those; see client.CallEnd) and status Error, with rpc.response.status_code for a
+// "_OTHER" for none of those; see observe.CallEnd) and status Error, with rpc.response.status_code for a
 // JSON-RPC error.
 //
 // Under the call's span, each attempt to send it is an INTERNAL span named
@@ -104,7 +105,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -159,10 +160,10 @@ var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30
 // NewObserver returns an observer that records traces and metrics of every
 // client it is given to (client.WithObserver); one may serve any number of
 // clients. It also carries the trace context in each request's
-// params._meta (it is a client.MetaPropagator), unless its TracerProvider
+// params._meta (it is an observe.MetaPropagator), unless its TracerProvider
 // is OpenTelemetry's no-op one (trace/noop): nothing is traced then, and
 // nothing carried. It is safe for concurrent use.
-func NewObserver(opts ...Option) client.Observer {
+func NewObserver(opts ...Option) observe.Observer {
 	var c config
 	for _, opt := range opts {
 		if opt != nil {
@@ -236,17 +237,17 @@ func NewObserver(opts ...Option) client.Observer {
 // InjectMeta.
 type untraced struct{ o *observer }
 
-func (u untraced) StartCall(ctx context.Context, info client.CallInfo) context.Context {
+func (u untraced) StartCall(ctx context.Context, info observe.CallInfo) context.Context {
 	return u.o.StartCall(ctx, info)
 }
 
-func (u untraced) StartAttempt(ctx context.Context, info client.AttemptInfo) context.Context {
+func (u untraced) StartAttempt(ctx context.Context, info observe.AttemptInfo) context.Context {
 	return u.o.StartAttempt(ctx, info)
 }
 
-func (u untraced) EndAttempt(ctx context.Context, end client.AttemptEnd) { u.o.EndAttempt(ctx, end) }
-func (u untraced) EndCall(ctx context.Context, end client.CallEnd)       { u.o.EndCall(ctx, end) }
-func (u untraced) HandleEvent(server client.Server, ev client.Event)     { u.o.HandleEvent(server, ev) }
+func (u untraced) EndAttempt(ctx context.Context, end observe.AttemptEnd) { u.o.EndAttempt(ctx, end) }
+func (u untraced) EndCall(ctx context.Context, end observe.CallEnd)       { u.o.EndCall(ctx, end) }
+func (u untraced) HandleEvent(server observe.Server, ev observe.Event)    { u.o.HandleEvent(server, ev) }
 
 // isNoop reports whether p is one of OpenTelemetry's no-op providers.
 func isNoop(p any) bool {
@@ -278,7 +279,7 @@ type observer struct {
 	processRestarts                                                         metric.Int64Counter
 }
 
-var _ client.MetaPropagator = (*observer)(nil)
+var _ observe.MetaPropagator = (*observer)(nil)
 
 // call is one call's state, and the context it runs under: it answers for
 // callKey itself, without a second allocation. Its fields are written by
@@ -287,7 +288,7 @@ type call struct {
 	context.Context
 	span  trace.Span
 	start time.Time
-	info  client.CallInfo
+	info  observe.CallInfo
 	// From the attempts, for the call's span and metric.
 	session, protocol, requestID, network string
 }
@@ -331,7 +332,7 @@ func (a *attempt) Value(key any) any {
 }
 
 // StartCall starts the call's CLIENT span.
-func (o *observer) StartCall(ctx context.Context, info client.CallInfo) context.Context {
+func (o *observer) StartCall(ctx context.Context, info observe.CallInfo) context.Context {
 	if !o.tracing && !o.metered {
 		return ctx
 	}
@@ -364,14 +365,14 @@ func (o *observer) metering(ctx context.Context) bool {
 // no-op tracer.
 func (c *call) tracing() bool { return c.span.SpanContext().IsValid() }
 
-func targetOf(info client.CallInfo) string {
+func targetOf(info observe.CallInfo) string {
 	if info.Tool != "" {
 		return info.Tool
 	}
 	return info.Prompt
 }
 
-func callAttributes(info client.CallInfo) []attribute.KeyValue {
+func callAttributes(info observe.CallInfo) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs,
 		semconv.McpMethodNameKey.String(info.Method),
@@ -394,7 +395,7 @@ func callAttributes(info client.CallInfo) []attribute.KeyValue {
 
 // StartAttempt starts the attempt's span under the call's, after a span of
 // the wait for a new session if the call waited for one.
-func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) context.Context {
+func (o *observer) StartAttempt(ctx context.Context, info observe.AttemptInfo) context.Context {
 	if !o.tracing && !o.metered {
 		return ctx
 	}
@@ -420,7 +421,7 @@ func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) co
 	if trace.SpanContextFromContext(ctx).SpanID() != c.span.SpanContext().SpanID() {
 		parent = trace.ContextWithSpan(ctx, c.span)
 	}
-	if info.Waited != client.WaitNone && c.span.IsRecording() {
+	if info.Waited != observe.WaitNone && c.span.IsRecording() {
 		_, wait := o.tracer.Start(parent, info.Waited.String(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(info.WaitStart))
 		wait.End()
 	}
@@ -439,7 +440,7 @@ func (o *observer) StartAttempt(ctx context.Context, info client.AttemptInfo) co
 }
 
 // EndAttempt ends the attempt's span.
-func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
+func (o *observer) EndAttempt(ctx context.Context, end observe.AttemptEnd) {
 	if !o.tracing && !o.metered {
 		return
 	}
@@ -474,7 +475,7 @@ func (o *observer) EndAttempt(ctx context.Context, end client.AttemptEnd) {
 }
 
 // EndCall ends the call's span and records its duration.
-func (o *observer) EndCall(ctx context.Context, end client.CallEnd) {
+func (o *observer) EndCall(ctx context.Context, end observe.CallEnd) {
 	if !o.tracing && !o.metered {
 		return
 	}
@@ -574,18 +575,18 @@ func (o *observer) InjectMeta(ctx context.Context) map[string]string {
 
 // HandleEvent counts what happens outside calls, and records the duration
 // of every session that ends.
-func (o *observer) HandleEvent(server client.Server, ev client.Event) {
+func (o *observer) HandleEvent(server observe.Server, ev observe.Event) {
 	ctx := context.Background()
 	where := metric.WithAttributes(semconv.ServerAddressKey.String(server.Address), semconv.ServerPortKey.Int(server.Port))
 	switch ev := ev.(type) {
-	case client.SessionOpened:
+	case observe.SessionOpened:
 		switch ev.Reason {
-		case client.OpenReinitialize:
+		case observe.OpenReinitialize:
 			o.reinitializations.Add(ctx, 1, where)
-		case client.OpenRedial:
+		case observe.OpenRedial:
 			o.redials.Add(ctx, 1, where)
 		}
-	case client.SessionClosed:
+	case observe.SessionClosed:
 		if !o.session.Enabled(ctx) {
 			return
 		}
@@ -596,11 +597,11 @@ func (o *observer) HandleEvent(server client.Server, ev client.Event) {
 			semconv.NetworkProtocolNameKey.String("http"),
 			semconv.McpProtocolVersionKey.String(ev.ProtocolVersion),
 		}
-		if ev.Cause != nil && ev.Lost != client.LossRequested {
+		if ev.Cause != nil && ev.Lost != observe.LossRequested {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(ev.Lost.String()))
 		}
 		o.session.Record(ctx, ev.Duration.Seconds(), attrs...)
-	case client.SessionState:
+	case observe.SessionState:
 		if counted(ev.From) {
 			o.sessions.Add(ctx, -1, metric.WithAttributes(SessionStateKey.String(ev.From.String()),
 				semconv.ServerAddressKey.String(server.Address), semconv.ServerPortKey.Int(server.Port)))
@@ -609,24 +610,24 @@ func (o *observer) HandleEvent(server client.Server, ev client.Event) {
 			o.sessions.Add(ctx, 1, metric.WithAttributes(SessionStateKey.String(ev.To.String()),
 				semconv.ServerAddressKey.String(server.Address), semconv.ServerPortKey.Int(server.Port)))
 		}
-	case client.Probed:
+	case observe.Probed:
 		if ev.Err != nil && !ev.Busy {
 			o.probeFailures.Add(ctx, 1, where)
 		}
-	case client.DialFailed:
+	case observe.DialFailed:
 		o.dialFailures.Add(ctx, 1, where)
-	case client.ProcessStarted:
+	case observe.ProcessStarted:
 		if ev.Restart {
 			o.processRestarts.Add(ctx, 1, where)
 		}
-	case client.BreakerState:
+	case observe.BreakerState:
 		if ev.Open {
 			o.breakerTrips.Add(ctx, 1, where)
 			o.failingFast.Add(ctx, 1, where)
 		} else {
 			o.failingFast.Add(ctx, -1, where)
 		}
-	case client.TokenRenewed:
+	case observe.TokenRenewed:
 		counter := o.authorizations
 		if ev.Refresh {
 			counter = o.refreshes
@@ -642,4 +643,4 @@ func (o *observer) HandleEvent(server client.Server, ev client.Event) {
 
 // counted reports whether the sessions counter counts a session in state
 // s: Idle is a slot with no session, Closed one that is gone.
-func counted(s client.State) bool { return s != client.Idle && s != client.Closed }
+func counted(s observe.State) bool { return s != observe.Idle && s != observe.Closed }
