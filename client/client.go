@@ -354,6 +354,24 @@ func (c *ResilientClient) Close() error {
 	return nil
 }
 
+// goBackground runs f on a goroutine Close waits for, unless the client is
+// closed; it reports whether f runs.
+func (c *ResilientClient) goBackground(f func()) bool {
+	// Close sets closed, then takes tools.mu once, then waits for
+	// background: an Add made under the lock before that is waited for.
+	c.tools.mu.Lock()
+	defer c.tools.mu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		f()
+	}()
+	return true
+}
+
 // closeIdleConnections closes the idle connections of the HTTP client, and
 // of the client's own transport beneath a layer of the caller's
 // (WithTransportWrapper), which may not pass the call on (otelhttp's does

@@ -441,18 +441,6 @@ func (o *observers) sessionLost(s *session, cause error) {
 	o.event(SessionLost{Session: s.mc.GetSessionId(), Reason: lossReason(lost.kind), Cause: lost.err})
 }
 
-// closeSession is the pool's Release: it ends s.
-func (c *ResilientClient) closeSession(s *session) {
-	if o := c.obs; o != nil {
-		ev := SessionClosed{Session: s.mc.GetSessionId(), ProtocolVersion: s.version, Duration: time.Since(s.opened)}
-		if lost := s.loss.Load(); lost != nil {
-			ev.Lost, ev.Cause = lossReason(lost.kind), lost.err
-		}
-		o.event(ev)
-	}
-	s.close()
-}
-
 func lossReason(k policy.Loss) LossReason {
 	switch k {
 	case policy.LossExpired:
