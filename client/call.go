@@ -103,7 +103,7 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send fun
 			return c.acquireFailed(&r, err)
 		}
 		s := lease.Value()
-		if err := c.validate(ctx, s, r.Doubts(s.opened)); err != nil {
+		if err := c.probeBeforeUse(ctx, s, r.Doubts(s.opened)); err != nil {
 			lease.Release()
 			if err := c.probeFailed(ctx, &r, s, err, deadline); err != nil {
 				return err

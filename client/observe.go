@@ -417,10 +417,10 @@ func openReason(prev *session, lost *lostError) OpenReason {
 	return OpenRedial
 }
 
-// handshakeLost tells the observers of a session the server opened that
+// lostInHandshake tells the observers of a session the server opened that
 // expired before the handshake was over (F39): it was opened, lost as
 // expired, and closed, all at once.
-func (o *observers) handshakeLost(hl *handshakeLostError, reason OpenReason) {
+func (o *observers) lostInHandshake(hl *handshakeLostError, reason OpenReason) {
 	if o == nil {
 		return
 	}

@@ -131,14 +131,14 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	// away; the loss is news only the first time.
 	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
 		c.obs.sessionLost(prev, cause)
-		c.connectionLost(cause)
+		c.notifyConnectionLost(cause)
 		kind := policy.LossUnhealthy
 		if lost := new(lostError); errors.As(cause, &lost) {
 			kind = lost.kind
 		}
 		c.stats.lost(kind)
 		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
-		if verdict := c.lostSession(member, young, cause); verdict != nil {
+		if verdict := c.noteLossForAffinity(member, young, cause); verdict != nil {
 			// Not opening another: the deployment's sessions expire as
 			// fast as they are opened (F39).
 			return nil, backoff.Permanent(verdict)
@@ -167,10 +167,10 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	return s, nil
 }
 
-// connectionLost tells the OnConnectionLost handlers of a session taken out
-// of service, unless the caller asked for it (Initialize with another
-// request) or the client is closing.
-func (c *ResilientClient) connectionLost(cause error) {
+// notifyConnectionLost tells the OnConnectionLost handlers of a session
+// taken out of service, unless the caller asked for it (Initialize with
+// another request) or the client is closing.
+func (c *ResilientClient) notifyConnectionLost(cause error) {
 	var lost *lostError
 	if errors.As(cause, &lost) {
 		if lost.kind == policy.LossRequested {
@@ -257,9 +257,9 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		s, err = c.open(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
-		c.obs.handshakeLost(hl, openReason(prev, lost))
+		c.obs.lostInHandshake(hl, openReason(prev, lost))
 		c.stats.lost(policy.LossExpired)
-		if verdict := c.lostSession(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
+		if verdict := c.noteLossForAffinity(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
 			return nil, backoff.Permanent(verdict)
 		}
 	}
