@@ -77,11 +77,21 @@ type ResilientClient struct {
 	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	tasks       TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
-	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
-	credentials credentials    // the credential last sent, keying private answers (listings.go)
-	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
-	background  sync.WaitGroup // the client's own requests (listing tools); Close waits for them
+	tasks       TaskStore   // WithTaskStore: the ids of tasks calls created, until delivered
+	tools       toolCache   // the server's tools, for the replay decision, and the cache of listings (listings.go)
+	credentials credentials // the credential last sent, keying private answers (listings.go)
+	storeWriter storeWriter // writes to WithListingStore's store (listingstore.go)
+
+	// background counts the goroutines the client starts for itself,
+	// which Close waits for: the listings of tools (fetchTools), the
+	// listing store's writer (storeWriter), and, through goBackground,
+	// the notifications/cancelled of an abandoned request (tellCancelled)
+	// and the tasks/cancel of an abandoned task (taskAbandoned). None
+	// starts once Close has set closed: the first two add to it under
+	// toolCache.mu, goBackground under backgroundMu, and Close takes each
+	// lock once, as a barrier, before it waits.
+	background   sync.WaitGroup
+	backgroundMu sync.Mutex // goBackground's check of closed and its Add
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
@@ -98,7 +108,8 @@ type ResilientClient struct {
 	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
-	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
+	// dispatcher.mu (notifications), toolCache.mu, backgroundMu,
+	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
 	// a call trace's (observe.go),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
@@ -336,10 +347,14 @@ func (c *ResilientClient) Close() error {
 		c.stop()
 		c.brk.Load().stop()
 		c.deadlines.close()
-		// No listing of tools starts once closed is seen under this lock.
+		// Nothing of the client's own starts once closed is seen under
+		// these two locks (see background): a barrier each, then the wait.
 		c.tools.mu.Lock()
 		//lint:ignore SA2001 an empty critical section: a barrier
 		c.tools.mu.Unlock()
+		c.backgroundMu.Lock()
+		//lint:ignore SA2001 an empty critical section: a barrier
+		c.backgroundMu.Unlock()
 		c.pool.Close()
 		c.background.Wait()
 		if c.oauth != nil {
@@ -357,10 +372,10 @@ func (c *ResilientClient) Close() error {
 // goBackground runs f on a goroutine Close waits for, unless the client is
 // closed; it reports whether f runs.
 func (c *ResilientClient) goBackground(f func()) bool {
-	// Close sets closed, then takes tools.mu once, then waits for
+	// Close sets closed, then takes backgroundMu once, then waits for
 	// background: an Add made under the lock before that is waited for.
-	c.tools.mu.Lock()
-	defer c.tools.mu.Unlock()
+	c.backgroundMu.Lock()
+	defer c.backgroundMu.Unlock()
 	if c.closed.Load() {
 		return false
 	}
