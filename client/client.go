@@ -168,13 +168,27 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	if c.tasks == nil {
 		c.tasks = newMemoryTaskStore()
 	}
+	if err := c.configureTransport(u); err != nil {
+		return nil, err
+	}
+	c.init(endpoint)
+	return c, nil
+}
+
+// configureTransport makes the HTTP side of a client of New: the HTTP
+// client its sessions send through, the client's layers (the tracker, the
+// observers', the credentials', the token's) over the caller's Transport or
+// the client's own, and the options each session's mcp-go transport is
+// made with.
+func (c *ResilientClient) configureTransport(u *url.URL) error {
+	o := &c.opts
 	base := o.httpClient
 	if base == nil {
 		base, c.ownTransport = tunedHTTPClient(u, o.tlsConfig)
 		if o.wrapTransport != nil {
 			wrapped := o.wrapTransport(c.ownTransport)
 			if wrapped == nil {
-				return nil, errors.New("resilientmcp: invalid options: WithTransportWrapper's function returned nil")
+				return errors.New("resilientmcp: invalid options: WithTransportWrapper's function returned nil")
 			}
 			// Beneath a layer of the caller's, the Renewable tells each
 			// request's exchange whether it was reached: only then does
@@ -217,8 +231,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	if o.headerFunc != nil {
 		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
 	}
-	c.init(endpoint)
-	return c, nil
+	return nil
 }
 
 // init makes what every client has, over HTTP or stdio: its lifetime, the
@@ -243,7 +256,16 @@ func (c *ResilientClient) init(target string) {
 	c.obs.share(c.deadlines)
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
-	c.pool = pool.New(pool.Config[*session]{
+	c.pool = pool.New(c.poolConfig(target))
+}
+
+// poolConfig is the configuration of the client's pool of sessions: how
+// a member's session is dialed (dial) and released (closeSession), and
+// what the pool asks the client of a failure. target names the server in
+// the log.
+func (c *ResilientClient) poolConfig(target string) pool.Config[*session] {
+	o := &c.opts
+	return pool.Config[*session]{
 		Size:       o.poolSize,
 		Dial:       c.dial,
 		NewBackOff: o.newBackOff,
@@ -273,7 +295,7 @@ func (c *ResilientClient) init(target string) {
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
-	})
+	}
 }
 
 // initRequest is the request sessions are initialized with: the caller's
