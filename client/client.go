@@ -1,20 +1,3 @@
-// Package client is ResilientClient: a drop-in replacement for mcp-go's
-// streamable HTTP client that keeps working through server restarts, expired
-// sessions, dropped connections and outages. It is the one package that joins
-// the generic mechanisms (retry, health and pool) to mcp-go. NewStdio puts
-// a server that is a process, spoken to over stdio, behind the same client,
-// supervised (stdio.go). Its words
-// (expired, lost, dial, redial, resend, replay...) are defined once, in the
-// glossary of the root package's doc. The failures
-// it handles, by the codes (F1, F2, ...) its comments use, are listed in the
-// module's FAILURES.md.
-//
-// Besides mcp-go's MCPClient interface, ResilientClient has the methods of
-// mcp-go's concrete *client.Client (session identity and capabilities, the
-// iterators, the tasks API, Discover, Listen, OnConnectionLost), with the
-// same signatures and each answering for the client across
-// re-initializations; only Start and GetTransport, which a pool of sessions
-// that open and close on their own has no use for, are left out.
 package client
 
 import (
