@@ -60,21 +60,21 @@ type ResilientClient struct {
 	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	tasks       TaskStore   // WithTaskStore: the ids of tasks calls created, until delivered
-	tools       toolCache   // the server's tools, for the replay decision, and the cache of listings (listings.go)
-	credentials credentials // the credential last sent, keying private answers (listings.go)
-	storeWriter storeWriter // writes to WithListingStore's store (listingstore.go)
+	tasks       TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
+	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
+	credentials credentials    // the credential last sent, keying private answers (listings.go)
+	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
+	background  sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
 
-	// background counts the goroutines the client starts for itself,
-	// which Close waits for: the listings of tools (fetchTools), the
-	// listing store's writer (storeWriter), and, through goBackground,
+	// backgroundMu is goBackground's, held while it checks closed and adds
+	// to background. background counts the listings of tools (fetchTools),
+	// the listing store's writer (storeWriter), and, through goBackground,
 	// the notifications/cancelled of an abandoned request (tellCancelled)
 	// and the tasks/cancel of an abandoned task (taskAbandoned). None
-	// starts once Close has set closed: the first two add to it under
-	// toolCache.mu, goBackground under backgroundMu, and Close takes each
-	// lock once, as a barrier, before it waits.
-	background   sync.WaitGroup
-	backgroundMu sync.Mutex // goBackground's check of closed and its Add
+	// starts once Close has set closed: the first two add to background
+	// under toolCache.mu, goBackground under backgroundMu, and Close takes
+	// each lock once, as a barrier, before it waits.
+	backgroundMu sync.Mutex
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
@@ -353,7 +353,7 @@ func (c *ResilientClient) Close() error {
 		c.brk.Load().stop()
 		c.deadlines.close()
 		// Nothing of the client's own starts once closed is seen under
-		// these two locks (see background): a barrier each, then the wait.
+		// these two locks (see backgroundMu): a barrier each, then the wait.
 		c.tools.mu.Lock()
 		//lint:ignore SA2001 an empty critical section: a barrier
 		c.tools.mu.Unlock()
