@@ -51,9 +51,10 @@ func (c *ResilientClient) affinityHeld(member int) error {
 	return nil
 }
 
-// lostSession counts a session of member lost for cause towards a verdict
-// of no affinity, and returns the verdict's error if there is one now.
-func (c *ResilientClient) lostSession(member int, young bool, cause error) error {
+// noteLossForAffinity counts a session of member lost (young, for cause)
+// towards a verdict of no affinity, and returns the verdict's error if
+// there is one now.
+func (c *ResilientClient) noteLossForAffinity(member int, young bool, cause error) error {
 	a := &c.members[member].affinity
 	if !young {
 		return nil

@@ -62,138 +62,183 @@ func (c *ResilientClient) account(ctx context.Context, method, tool string, send
 }
 
 // run is do without the call's accounting, for requests the client makes
-// itself (listing tools to decide a replay).
+// itself (listing tools to decide a replay). Each attempt goes down the
+// pipeline: a session (acquire, which probes it before use), the request
+// (send), and what its failure means (afterFailure).
 func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
-	ct := c.obs.callOf(ctx)
+	p := attempts{ct: c.obs.callOf(ctx), tool: tool, repeat: policy.RepeatByNature}
 	o := callOptionsOf(ctx)
-	repeat := policy.RepeatByNature
 	if o != nil {
 		if o.invalid != nil {
 			return o.invalid
 		}
-		repeat = o.repeat
+		p.repeat = o.repeat
 	}
-	var st *callState
-	var pc *progressCall
 	if idle, onProgress, governed := c.governs(o); governed {
 		gs := new(governedState)
-		st, pc = &gs.callState, &gs.progress
-		c.follow(ctx, pc, idle, onProgress)
-		ctx = pc
-		defer pc.end()
-		st.ex.RewriteRequests(pc)
+		p.st, p.pc = &gs.callState, &gs.progress
+		c.follow(ctx, p.pc, idle, onProgress)
+		ctx = p.pc
+		defer p.pc.end()
+		p.st.ex.RewriteRequests(p.pc)
 	} else {
-		st = new(callState)
+		p.st = new(callState)
 		var stop context.CancelFunc
 		ctx, stop = c.callContext(ctx)
 		defer stop()
 	}
-	deadline, _ := ctx.Deadline()
-	ex, lease := &st.ex, &st.lease
-	ex.Init()
-	ctx = ex.Bind(ctx)
-	r := retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
-	safe := func() bool {
-		return policy.SafeToRepeat(repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
-	}
+	p.deadline, _ = ctx.Deadline()
+	p.st.ex.Init()
+	ctx = p.st.ex.Bind(ctx)
+	p.r = retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
 	for {
-		err := c.pool.AcquireInto(ctx, lease)
+		s, err := c.acquire(ctx, &p)
 		if err != nil {
-			r.CtxErr = ctx.Err()
-			return c.acquireFailed(&r, err)
+			return err
 		}
-		s := lease.Value()
-		if err := c.validate(ctx, s, r.Doubts(s.opened)); err != nil {
-			lease.Release()
-			if err := c.probeFailed(ctx, &r, s, err, deadline); err != nil {
-				return err
-			}
-			continue
+		if s == nil {
+			continue // it failed its probe: the call waits for another
 		}
-		r.Revalidate = false
-		ex.Reset()
-		if pc != nil {
-			pc.sending()
-		}
-		err = send(ct.attempt(ctx, s), s)
-		if pc != nil {
-			pc.sent()
-		}
-		lease.Release()
-		if err == nil {
-			ct.answered()
-			s.health().Touch()
-			s.markServed()
-			c.answered(s)
+		if err = c.send(ctx, &p, s, send); err == nil {
 			return nil
 		}
-		if ex.SessionAccepted() {
-			// The server took the session's id before the failure: a 400
-			// to it from now on means the server lost it.
-			s.markServed()
-		}
-		r.CtxErr = ctx.Err()
-		v := policy.Classify(err, s.policy(), ex, r.CtxErr != nil)
-		if v.Cause != nil {
-			err = v.Cause
-		}
-		ct.attempted(err, v, r.CtxErr)
-		if c.closed.Load() {
-			// Close closed the session under the call.
-			r.AfterClose(v)
-			return r.closed(err)
-		}
-		a := r.After(v, safe, deadline)
-		if a.Discard != policy.NoLoss {
-			lease.Discard(&lostError{kind: a.Discard, err: err})
-		}
-		c.noteOutcome(v)
-		if pc != nil && pc.idle > 0 && r.CtxErr != nil && v.Sent {
-			// A call governed by progress ended by its idle timeout or its
-			// absolute bound: the server is told to stop.
-			c.tellCancelled(s, ex, context.Cause(ctx))
-		}
-		if np := pc.noProgress(); np != nil && a.End == policy.GiveUp {
-			a.Why = np.Error()
-			a.Also = append(a.Also, np)
-			err = nil // the cause is the client's own cancellation
-		}
-		if a.CloseIdle {
-			// A connection that died under a request usually died with its
-			// siblings (a server restart, a middlebox forgetting flows):
-			// drop the idle ones rather than meet them one failure at a time.
-			c.closeIdleConnections()
-		}
-		if a.Refused {
-			ct.replayRefused()
-			c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
-		}
-		if a.End != policy.Continue {
-			return r.end(a, err)
-		}
-		if a.Reconnect {
-			c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
-			ct.retry(false, false, a.Discard)
-			continue
-		}
-		if a.Budget && !c.budget.TryWithdraw() {
-			return r.fail("retry budget exhausted", err)
-		}
-		if a.Expired {
-			c.stats.replays.Add(1)
-		}
-		c.stats.retries.Add(1)
-		ct.retry(a.Expired, v.MayHaveRun(), a.Discard)
-		c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
-		if a.Pause > 0 && a.Pause != backoff.Stop {
-			switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
-			case wait.Stopped:
-				return r.closed(err)
-			case wait.Cancelled:
-				return r.fail("the deadline passed while waiting to try again", err, ctx.Err())
-			}
+		if err = c.afterFailure(ctx, &p, s, err); err != nil {
+			return err
 		}
 	}
+}
+
+// attempts is what a call's attempts share on their way down run's
+// pipeline.
+type attempts struct {
+	st       *callState
+	pc       *progressCall // the call's progress, if it is governed by it; else nil
+	ct       *callTrace    // the observers' view of the call; nil without observers
+	r        retries
+	deadline time.Time
+	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
+	tool     string        // "" but for a tools/call
+}
+
+// acquire leases a session for the next attempt, and probes it first if
+// it has been idle or is in doubt (probeBeforeUse). nil and no error: it
+// failed its probe, and the call waits for another (probeFailed).
+func (c *ResilientClient) acquire(ctx context.Context, p *attempts) (*session, error) {
+	r, lease := &p.r, &p.st.lease
+	err := c.pool.AcquireInto(ctx, lease)
+	if err != nil {
+		r.CtxErr = ctx.Err()
+		return nil, c.acquireFailed(r, err)
+	}
+	s := lease.Value()
+	if err := c.probeBeforeUse(ctx, s, r.Doubts(s.opened)); err != nil {
+		lease.Release()
+		return nil, c.probeFailed(ctx, r, s, err, p.deadline)
+	}
+	r.Revalidate = false
+	return s, nil
+}
+
+// send makes one attempt on s, leased by acquire, and releases it. An
+// answer is recorded for what it proves of s; a failure is returned as
+// it came, for afterFailure.
+func (c *ResilientClient) send(ctx context.Context, p *attempts, s *session, send func(context.Context, *session) error) error {
+	ct, pc := p.ct, p.pc
+	p.st.ex.Reset()
+	if pc != nil {
+		pc.sending()
+	}
+	err := send(ct.attempt(ctx, s), s)
+	if pc != nil {
+		pc.sent()
+	}
+	p.st.lease.Release()
+	if err == nil {
+		ct.answered()
+		s.health().Touch()
+		s.markServed()
+		c.answered(s)
+	}
+	return err
+}
+
+// afterFailure classifies the failure of an attempt on s (policy.Classify)
+// and carries out what the policy decides of it (policy.Retries.After):
+// for the session, the breaker, the server and the call. It returns the
+// call's error, or nil to try again, after any pause the policy asks for.
+func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *session, err error) error {
+	ex, lease, r, ct, pc := &p.st.ex, &p.st.lease, &p.r, p.ct, p.pc
+	method, tool := r.method, p.tool
+	if ex.SessionAccepted() {
+		// The server took the session's id before the failure: a 400
+		// to it from now on means the server lost it.
+		s.markServed()
+	}
+	r.CtxErr = ctx.Err()
+	v := policy.Classify(err, s.policy(), ex, r.CtxErr != nil)
+	if v.Cause != nil {
+		err = v.Cause
+	}
+	ct.attempted(err, v, r.CtxErr)
+	if c.closed.Load() {
+		// Close closed the session under the call.
+		r.AfterClose(v)
+		return r.closed(err)
+	}
+	safe := func() bool {
+		return policy.SafeToRepeat(p.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
+	}
+	a := r.After(v, safe, p.deadline)
+	if a.Discard != policy.NoLoss {
+		lease.Discard(&lostError{kind: a.Discard, err: err})
+	}
+	c.noteOutcome(v)
+	if pc != nil && pc.idle > 0 && r.CtxErr != nil && v.Sent {
+		// A call governed by progress ended by its idle timeout or its
+		// absolute bound: the server is told to stop.
+		c.tellCancelled(s, ex, context.Cause(ctx))
+	}
+	if np := pc.noProgress(); np != nil && a.End == policy.GiveUp {
+		a.Why = np.Error()
+		a.Also = append(a.Also, np)
+		err = nil // the cause is the client's own cancellation
+	}
+	if a.CloseIdle {
+		// A connection that died under a request usually died with its
+		// siblings (a server restart, a middlebox forgetting flows):
+		// drop the idle ones rather than meet them one failure at a time.
+		c.closeIdleConnections()
+	}
+	if a.Refused {
+		ct.replayRefused()
+		c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
+	}
+	if a.End != policy.Continue {
+		return r.end(a, err)
+	}
+	if a.Reconnect {
+		c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
+		ct.retry(false, false, a.Discard)
+		return nil
+	}
+	if a.Budget && !c.budget.TryWithdraw() {
+		return r.fail("retry budget exhausted", err)
+	}
+	if a.Expired {
+		c.stats.replays.Add(1)
+	}
+	c.stats.retries.Add(1)
+	ct.retry(a.Expired, v.MayHaveRun(), a.Discard)
+	c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
+	if a.Pause > 0 && a.Pause != backoff.Stop {
+		switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
+		case wait.Stopped:
+			return r.closed(err)
+		case wait.Cancelled:
+			return r.fail("the deadline passed while waiting to try again", err, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // callState is what a call holds through its attempts, made in one

@@ -1,20 +1,3 @@
-// Package client is ResilientClient: a drop-in replacement for mcp-go's
-// streamable HTTP client that keeps working through server restarts, expired
-// sessions, dropped connections and outages. It is the one package that joins
-// the generic mechanisms (retry, health and pool) to mcp-go. NewStdio puts
-// a server that is a process, spoken to over stdio, behind the same client,
-// supervised (stdio.go). Its words
-// (expired, lost, dial, redial, resend, replay...) are defined once, in the
-// glossary of the root package's doc. The failures
-// it handles, by the codes (F1, F2, ...) its comments use, are listed in the
-// module's FAILURES.md.
-//
-// Besides mcp-go's MCPClient interface, ResilientClient has the methods of
-// mcp-go's concrete *client.Client (session identity and capabilities, the
-// iterators, the tasks API, Discover, Listen, OnConnectionLost), with the
-// same signatures and each answering for the client across
-// re-initializations; only Start and GetTransport, which a pool of sessions
-// that open and close on their own has no use for, are left out.
 package client
 
 import (
@@ -81,7 +64,17 @@ type ResilientClient struct {
 	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials credentials    // the credential last sent, keying private answers (listings.go)
 	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
-	background  sync.WaitGroup // the client's own requests (listing tools); Close waits for them
+	background  sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
+
+	// backgroundMu is goBackground's, held while it checks closed and adds
+	// to background. background counts the listings of tools (fetchTools),
+	// the listing store's writer (storeWriter), and, through goBackground,
+	// the notifications/cancelled of an abandoned request (tellCancelled)
+	// and the tasks/cancel of an abandoned task (taskAbandoned). None
+	// starts once Close has set closed: the first two add to background
+	// under toolCache.mu, goBackground under backgroundMu, and Close takes
+	// each lock once, as a barrier, before it waits.
+	backgroundMu sync.Mutex
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
@@ -98,7 +91,8 @@ type ResilientClient struct {
 	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
-	// dispatcher.mu (notifications), toolCache.mu, sharedDeadlines.mu,
+	// dispatcher.mu (notifications), toolCache.mu, backgroundMu,
+	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
 	// a call trace's (observe.go),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
@@ -157,13 +151,27 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	if c.tasks == nil {
 		c.tasks = newMemoryTaskStore()
 	}
+	if err := c.configureTransport(u); err != nil {
+		return nil, err
+	}
+	c.init(endpoint)
+	return c, nil
+}
+
+// configureTransport makes the HTTP side of a client of New: the HTTP
+// client its sessions send through, the client's layers (the tracker, the
+// observers', the credentials', the token's) over the caller's Transport or
+// the client's own, and the options each session's mcp-go transport is
+// made with.
+func (c *ResilientClient) configureTransport(u *url.URL) error {
+	o := &c.opts
 	base := o.httpClient
 	if base == nil {
 		base, c.ownTransport = tunedHTTPClient(u, o.tlsConfig)
 		if o.wrapTransport != nil {
 			wrapped := o.wrapTransport(c.ownTransport)
 			if wrapped == nil {
-				return nil, errors.New("resilientmcp: invalid options: WithTransportWrapper's function returned nil")
+				return errors.New("resilientmcp: invalid options: WithTransportWrapper's function returned nil")
 			}
 			// Beneath a layer of the caller's, the Renewable tells each
 			// request's exchange whether it was reached: only then does
@@ -206,8 +214,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	if o.headerFunc != nil {
 		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
 	}
-	c.init(endpoint)
-	return c, nil
+	return nil
 }
 
 // init makes what every client has, over HTTP or stdio: its lifetime, the
@@ -232,7 +239,16 @@ func (c *ResilientClient) init(target string) {
 	c.obs.share(c.deadlines)
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
-	c.pool = pool.New(pool.Config[*session]{
+	c.pool = pool.New(c.poolConfig(target))
+}
+
+// poolConfig is the configuration of the client's pool of sessions: how
+// a member's session is dialed (dial) and released (closeSession), and
+// what the pool asks the client of a failure. target names the server in
+// the log.
+func (c *ResilientClient) poolConfig(target string) pool.Config[*session] {
+	o := &c.opts
+	return pool.Config[*session]{
 		Size:       o.poolSize,
 		Dial:       c.dial,
 		NewBackOff: o.newBackOff,
@@ -262,7 +278,7 @@ func (c *ResilientClient) init(target string) {
 			c.obs.dialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
-	})
+	}
 }
 
 // initRequest is the request sessions are initialized with: the caller's
@@ -336,10 +352,14 @@ func (c *ResilientClient) Close() error {
 		c.stop()
 		c.brk.Load().stop()
 		c.deadlines.close()
-		// No listing of tools starts once closed is seen under this lock.
+		// Nothing of the client's own starts once closed is seen under
+		// these two locks (see backgroundMu): a barrier each, then the wait.
 		c.tools.mu.Lock()
 		//lint:ignore SA2001 an empty critical section: a barrier
 		c.tools.mu.Unlock()
+		c.backgroundMu.Lock()
+		//lint:ignore SA2001 an empty critical section: a barrier
+		c.backgroundMu.Unlock()
 		c.pool.Close()
 		c.background.Wait()
 		if c.oauth != nil {
@@ -352,6 +372,24 @@ func (c *ResilientClient) Close() error {
 		}
 	})
 	return nil
+}
+
+// goBackground runs f on a goroutine Close waits for, unless the client is
+// closed; it reports whether f runs.
+func (c *ResilientClient) goBackground(f func()) bool {
+	// Close sets closed, then takes backgroundMu once, then waits for
+	// background: an Add made under the lock before that is waited for.
+	c.backgroundMu.Lock()
+	defer c.backgroundMu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		f()
+	}()
+	return true
 }
 
 // closeIdleConnections closes the idle connections of the HTTP client, and

@@ -70,7 +70,7 @@ var (
 	// header or by cookie; or the stateless era (2026-07-28), which has
 	// no sessions.
 	//
-	// It always comes with ErrUnavailable: the call was not sent (a
+	// It always comes with ErrUnavailable: the call was not sent (an
 	// expired session's requests are refused before they run, and the
 	// call waited for a session that was not opened); or, if an earlier
 	// attempt of the call may have run, with ErrOutcomeUnknown. Calls fail

@@ -9,11 +9,11 @@ import (
 	"github.com/resilientmcp/resilientmcp/health"
 )
 
-// validateAfter is how long a session may go unheard from before a call
+// idleBeforeProbe is how long a session may go unheard from before a call
 // probes it first. It is the keepalive interval; with keepalive off, the
 // default interval, so that an idle session is still checked before use
 // while steady traffic never pays a round trip for it.
-func (o *options) validateAfter() time.Duration {
+func (o *options) idleBeforeProbe() time.Duration {
 	if o.keepAlive > 0 {
 		return o.keepAlive
 	}
@@ -117,14 +117,14 @@ func (c *ResilientClient) replace(s *session, err error) {
 	c.noteOutcome(v)
 }
 
-// validate probes s before a call is sent on it if s has not been heard from
-// within the keepalive interval: the process may have been frozen, or the
-// keepalive prober could not run, while a middlebox dropped the connection or
-// the session expired. force probes it regardless: the call's last
+// probeBeforeUse probes s before a call is sent on it if s has not been
+// heard from within the keepalive interval: the process may have been
+// frozen, or the keepalive prober could not run, while a middlebox dropped
+// the connection or the session expired. force probes it regardless: the call's last
 // attempt broke in a way that leaves the server's health in doubt. Probes
 // are shared by every caller that asks while one is under way.
-func (c *ResilientClient) validate(ctx context.Context, s *session, force bool) error {
-	if !force && s.health().IdleFor() < c.opts.validateAfter() {
+func (c *ResilientClient) probeBeforeUse(ctx context.Context, s *session, force bool) error {
+	if !force && s.health().IdleFor() < c.opts.idleBeforeProbe() {
 		return nil
 	}
 	return s.health().Check(ctx)

@@ -417,10 +417,10 @@ func openReason(prev *session, lost *lostError) OpenReason {
 	return OpenRedial
 }
 
-// handshakeLost tells the observers of a session the server opened that
+// lostInHandshake tells the observers of a session the server opened that
 // expired before the handshake was over (F39): it was opened, lost as
 // expired, and closed, all at once.
-func (o *observers) handshakeLost(hl *handshakeLostError, reason OpenReason) {
+func (o *observers) lostInHandshake(hl *handshakeLostError, reason OpenReason) {
 	if o == nil {
 		return
 	}
@@ -439,18 +439,6 @@ func (o *observers) sessionLost(s *session, cause error) {
 	errors.As(cause, &lost)
 	s.loss.Store(lost)
 	o.event(SessionLost{Session: s.mc.GetSessionId(), Reason: lossReason(lost.kind), Cause: lost.err})
-}
-
-// closeSession is the pool's Release: it ends s.
-func (c *ResilientClient) closeSession(s *session) {
-	if o := c.obs; o != nil {
-		ev := SessionClosed{Session: s.mc.GetSessionId(), ProtocolVersion: s.version, Duration: time.Since(s.opened)}
-		if lost := s.loss.Load(); lost != nil {
-			ev.Lost, ev.Cause = lossReason(lost.kind), lost.err
-		}
-		o.event(ev)
-	}
-	s.close()
 }
 
 func lossReason(k policy.Loss) LossReason {

@@ -2,15 +2,10 @@ package client
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
-	"time"
-
-	"github.com/cenkalti/backoff/v4"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // The methods in this file, iter.go, tasks.go and listen.go mirror those of
@@ -26,76 +21,6 @@ import (
 type parity struct {
 	last    atomic.Pointer[session] // the session that went into service last
 	serials atomic.Uint64           // sessions put into service in place of lost ones so far
-}
-
-// dial is the pool's DialFunc, for a member's first session and for every
-// reconnect: the loss told once (observers, OnConnectionLost, Stats, the
-// affinity verdict), nextSession, and what the parity methods need of each
-// session put into service.
-func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
-	// The pool dials again and again for one loss while the server is
-	// away; the loss is news only the first time.
-	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
-		c.obs.sessionLost(prev, cause)
-		c.connectionLost(cause)
-		kind := policy.LossUnhealthy
-		if lost := new(lostError); errors.As(cause, &lost) {
-			kind = lost.kind
-		}
-		c.stats.lost(kind)
-		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
-		if verdict := c.lostSession(member, young, cause); verdict != nil {
-			// Not opening another: the deployment's sessions expire as
-			// fast as they are opened (F39).
-			return nil, backoff.Permanent(verdict)
-		}
-	}
-	s, err := c.nextSession(ctx, member, prev, cause)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case s == prev:
-		// Only the network failed and the session survived: it goes back
-		// into service, and losing it again is another loss.
-		prev.lost.Store(false)
-	case prev != nil || cause != nil:
-		// A session in place of a lost one: the server behind it may have
-		// restarted, and what the old one said (a listing's cursor) may mean
-		// nothing to it.
-		s.serial = c.parity.serials.Add(1)
-	default:
-		// A member's first session, as when a pool fills: the same server
-		// as its siblings'.
-		s.serial = c.parity.serials.Load()
-	}
-	c.parity.last.Store(s)
-	return s, nil
-}
-
-// connectionLost tells the OnConnectionLost handlers of a session taken out
-// of service, unless the caller asked for it (Initialize with another
-// request) or the client is closing.
-func (c *ResilientClient) connectionLost(cause error) {
-	var lost *lostError
-	if errors.As(cause, &lost) {
-		if lost.kind == policy.LossRequested {
-			return
-		}
-		cause = lost // its message says what mcp-go says twice once
-	}
-	if !c.closed.Load() {
-		c.notifier.notifyLost(cause)
-	}
-}
-
-// current is the session in service, or the last one if none is (a
-// reconnect is under way), or nil before the first.
-func (c *ResilientClient) current() *session {
-	if vs := c.pool.Values(); len(vs) > 0 {
-		return vs[0]
-	}
-	return c.parity.last.Load()
 }
 
 // OnConnectionLost registers a handler told of every session the client

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // ProgressTimeoutError is in the chain of a call that ended because no
@@ -606,4 +608,39 @@ func (c *ResilientClient) onProgress(n mcp.JSONRPCNotification) bool {
 	pn.Params.Total, _ = n.Params.AdditionalFields["total"].(float64)
 	pn.Params.Message, _ = n.Params.AdditionalFields["message"].(string)
 	return p.progressed(pn)
+}
+
+// cancelNotificationTimeout bounds a notifications/cancelled, which is best
+// effort, as mcp-go's own is.
+const cancelNotificationTimeout = 5 * time.Second
+
+// tellCancelled tells the server, in the session era, that the request the
+// attempt ex recorded was abandoned (a call ended for want of progress, or
+// at WithMaxCallDuration): mcp-go sends no notifications/cancelled over
+// HTTP, and does not say what id a request had. In 2026-07-28 closing the
+// request's stream, which the call's end does, is the cancellation. Sent in
+// the background: the caller has its answer already.
+func (c *ResilientClient) tellCancelled(s *session, ex *wire.Exchange, cause error) {
+	id, ok := ex.RequestID()
+	if !s.sessionEra || !ok {
+		return
+	}
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	n := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+		},
+	}
+	c.goBackground(func() {
+		ctx, cancel := context.WithTimeout(c.lifetime, cancelNotificationTimeout)
+		defer cancel()
+		if err := s.mc.GetTransport().SendNotification(ctx, n); err != nil {
+			c.log.Debug("notifications/cancelled not delivered", "err", describe(err))
+		}
+	})
 }

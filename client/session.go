@@ -113,6 +113,97 @@ type handshakeLostError struct {
 func (e *handshakeLostError) Error() string { return describe(e.err) }
 func (e *handshakeLostError) Unwrap() error { return e.err }
 
+// openError is a failed handshake's error, with its classification.
+type openError struct {
+	verdict policy.Verdict
+	err     error
+}
+
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+
+// dial is the pool's DialFunc, for a member's first session and for every
+// reconnect: the loss told once (observers, OnConnectionLost, Stats, the
+// affinity verdict), nextSession, and what the parity methods need of each
+// session put into service.
+func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
+	// The pool dials again and again for one loss while the server is
+	// away; the loss is news only the first time.
+	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
+		c.obs.sessionLost(prev, cause)
+		c.notifyConnectionLost(cause)
+		kind := policy.LossUnhealthy
+		if lost := new(lostError); errors.As(cause, &lost) {
+			kind = lost.kind
+		}
+		c.stats.lost(kind)
+		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
+		if verdict := c.noteLossForAffinity(member, young, cause); verdict != nil {
+			// Not opening another: the deployment's sessions expire as
+			// fast as they are opened (F39).
+			return nil, backoff.Permanent(verdict)
+		}
+	}
+	s, err := c.nextSession(ctx, member, prev, cause)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case s == prev:
+		// Only the network failed and the session survived: it goes back
+		// into service, and losing it again is another loss.
+		prev.lost.Store(false)
+	case prev != nil || cause != nil:
+		// A session in place of a lost one: the server behind it may have
+		// restarted, and what the old one said (a listing's cursor) may mean
+		// nothing to it.
+		s.serial = c.parity.serials.Add(1)
+	default:
+		// A member's first session, as when a pool fills: the same server
+		// as its siblings'.
+		s.serial = c.parity.serials.Load()
+	}
+	c.parity.last.Store(s)
+	return s, nil
+}
+
+// notifyConnectionLost tells the OnConnectionLost handlers of a session
+// taken out of service, unless the caller asked for it (Initialize with
+// another request) or the client is closing.
+func (c *ResilientClient) notifyConnectionLost(cause error) {
+	var lost *lostError
+	if errors.As(cause, &lost) {
+		if lost.kind == policy.LossRequested {
+			return
+		}
+		cause = lost // its message says what mcp-go says twice once
+	}
+	if !c.closed.Load() {
+		c.notifier.notifyLost(cause)
+	}
+}
+
+// current is the session in service, or the last one if none is (a
+// reconnect is under way), or nil before the first.
+func (c *ResilientClient) current() *session {
+	if vs := c.pool.Values(); len(vs) > 0 {
+		return vs[0]
+	}
+	return c.parity.last.Load()
+}
+
+// closeSession is the pool's Release: it ends s.
+func (c *ResilientClient) closeSession(s *session) {
+	if o := c.obs; o != nil {
+		ev := SessionClosed{Session: s.mc.GetSessionId(), ProtocolVersion: s.version, Duration: time.Since(s.opened)}
+		if lost := s.loss.Load(); lost != nil {
+			ev.Lost, ev.Cause = lossReason(lost.kind), lost.err
+		}
+		o.event(ev)
+	}
+	s.close()
+}
+
 // connectTimeout bounds one dial (opening a session), so that a server that
 // accepts connections and never answers cannot stall a reconnect loop. It is
 // gRPC's minimum connect timeout.
@@ -166,9 +257,9 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		s, err = c.open(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
-		c.obs.handshakeLost(hl, openReason(prev, lost))
+		c.obs.lostInHandshake(hl, openReason(prev, lost))
 		c.stats.lost(policy.LossExpired)
-		if verdict := c.lostSession(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
+		if verdict := c.noteLossForAffinity(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
 			return nil, backoff.Permanent(verdict)
 		}
 	}

@@ -30,8 +30,8 @@ import (
 // what follows a request that gave up is decided in
 // policy.AfterTaskRequest.
 
-// DefaultTaskPollInterval is how often a task call asks about its task
-// when the server suggests no interval (mcp-go suggests none;
+// DefaultTaskPollInterval, one second, is how often a task call asks about
+// its task when the server suggests no interval (mcp-go suggests none;
 // server-everything and the TypeScript SDK 1 s). A server's suggestion is
 // honoured between 50 ms and a minute.
 const DefaultTaskPollInterval = policy.DefaultTaskPollInterval

@@ -20,7 +20,10 @@ import (
 type toolCache struct {
 	listing singleflight.Group // the listing under way, shared by every caller that needs it
 
-	mu    sync.Mutex          // guards the fields below; a leaf, and no request is sent under it
+	// mu guards the fields below, and is Close's barrier for the
+	// listings' background work (ResilientClient.background); a leaf, and
+	// no request is sent under it.
+	mu    sync.Mutex
 	tools map[string]mcp.Tool // nil until the tools were first listed
 	gen   uint64              // counts changes announced by the server
 	fresh uint64              // gen of the listing in tools; != gen: stale

@@ -67,7 +67,8 @@ func RetryAsTask(methodNotFound, toolError, listed bool) bool {
 // minutes, which is what tasks are for. A suggestion is honoured within
 // [MinTaskPollInterval, MaxTaskPollInterval]: no busy loop on a server that
 // says 0, and no result left unread for longer than a minute on one that
-// says an hour.
+// says an hour. client.DefaultTaskPollInterval's doc states the default
+// (go doc shows its value only as this name): change both together.
 const (
 	DefaultTaskPollInterval = time.Second
 	MinTaskPollInterval     = 50 * time.Millisecond

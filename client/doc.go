@@ -1,0 +1,50 @@
+// Package client is ResilientClient: a drop-in replacement for mcp-go's
+// streamable HTTP client that keeps working through server restarts, expired
+// sessions, dropped connections and outages. It is the one package that joins
+// the generic mechanisms (retry, health and pool) to mcp-go. NewStdio puts
+// a server that is a process, spoken to over stdio, behind the same client,
+// supervised (stdio.go). Its words
+// (expired, lost, dial, redial, resend, replay...) are defined once, in the
+// glossary of the root package's doc. The failures
+// it handles, by the codes (F1, F2, ...) its comments use, are listed in the
+// module's FAILURES.md.
+//
+// Besides mcp-go's MCPClient interface, ResilientClient has the methods of
+// mcp-go's concrete *client.Client (session identity and capabilities, the
+// iterators, the tasks API, Discover, Listen, OnConnectionLost), with the
+// same signatures and each answering for the client across
+// re-initializations; only Start and GetTransport, which a pool of sessions
+// that open and close on their own has no use for, are left out.
+//
+// # Where things are
+//
+// Every attempt of a call goes down one pipeline, call.go's run:
+//
+//	breaker → acquire → probe before use → send → Classify → After
+//
+//	breaker           breaker.go: fails calls fast through an outage
+//	acquire           call.go (acquire); the pool dials and releases sessions in session.go
+//	probe before use  health.go (probeBeforeUse), beside the keepalive prober
+//	send              call.go (send), with mcp-go's methods from methods.go
+//	Classify, After   client/internal/policy: the one decision; call.go (afterFailure) carries it out
+//
+// And around it:
+//
+//	client.go       ResilientClient, New, Close, the lock order
+//	options.go      the options; calloptions.go: a call's own
+//	errors.go       what a call's error says; state.go, stats.go
+//	session.go      a session's life: dial, open, lose, release
+//	restore.go      what every new session is told again; discover.go and
+//	                version.go: the protocol era; affinity.go: load balancers
+//	stdio*.go       NewStdio: a server that is a process, supervised
+//	listings*.go    the cache of listings and reads, and its store; tools.go
+//	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
+//	                taskstore.go: the ids of tasks not yet delivered
+//	progress.go     progress, its timeouts, notifications/cancelled
+//	elicitation.go  the defaults of elicitation forms
+//	notify.go       the server's notifications; eventstream.go, listen.go
+//	observe*.go     the observers; observer.go, and their types in client/observe
+//	parity.go       the methods of mcp-go's *client.Client; iter.go
+//	oauth.go        authorization; cookies.go, paramheaders.go, schemas.go,
+//	                deadline.go: what the rest holds, each file says first
+package client
