@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/resilientmcp/resilientmcp/internal/origin"
 )
 
 // DPoP (RFC 9449, SEP-1932) binds the client's tokens to a key it holds:
@@ -236,7 +238,7 @@ func htu(u *url.URL) string {
 
 // originOf is the key nonces are kept under: scheme, host and port.
 func originOf(u *url.URL) string {
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port(u)
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + origin.Port(u)
 }
 
 // dpopState is one OAuth's DPoP: the nonce each origin gave last (an

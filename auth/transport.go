@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/resilientmcp/resilientmcp/internal/origin"
 )
 
 // Authorizer gives a Transport its tokens. Source and OAuth are the two.
@@ -209,21 +210,4 @@ func closeBody(req *http.Request) {
 
 // SameOrigin reports whether a and b have the same scheme, host and port
 // (the port a scheme implies when none is given).
-func SameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) &&
-		strings.EqualFold(a.Hostname(), b.Hostname()) &&
-		port(a) == port(b)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
-}
+func SameOrigin(a, b *url.URL) bool { return origin.Same(a, b) }

@@ -9,6 +9,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // Elicitation defaults (SEP-1034). A form the server asks the user to fill
@@ -217,42 +219,48 @@ func (c *ResilientClient) transportFor(tr *discoverRecorder) transport.Interface
 // set in the capabilities it declares, if it declares form elicitation;
 // params as they are otherwise, and if anything does not decode.
 func declareApplyDefaults(method string, params any) any {
+	var raw []byte
+	var edit func(e *wire.Edit)
 	if method == string(mcp.MethodInitialize) {
-		fields, ok := objectFields(params)
-		if !ok {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
 			return params
 		}
-		if caps, ok := withApplyDefaults(fields["capabilities"]); ok {
-			fields["capabilities"] = caps
-			return fields
+		edit = func(e *wire.Edit) {
+			caps, _ := e.Param("capabilities")
+			if caps, ok := withApplyDefaults(caps); ok {
+				e.SetParam("capabilities", caps)
+			}
 		}
-		return params
+	} else {
+		// The per-request metadata of the stateless era: mcp-go's params
+		// are already a map of raw fields, the client's own requests'
+		// (rawRequest) raw JSON.
+		switch p := params.(type) {
+		case map[string]json.RawMessage:
+			if p["_meta"] == nil {
+				return params
+			}
+			var err error
+			if raw, err = json.Marshal(p); err != nil {
+				return params
+			}
+		case json.RawMessage:
+			raw = p
+		default:
+			return params
+		}
+		edit = func(e *wire.Edit) {
+			caps, _ := e.Meta(mcp.MetaKeyClientCapabilities)
+			if caps, ok := withApplyDefaults(caps); ok {
+				e.SetMeta(mcp.MetaKeyClientCapabilities, caps)
+			}
+		}
 	}
-	// mcp-go's per-request metadata of the stateless era: the params are
-	// already a map of raw fields.
-	fields, ok := params.(map[string]json.RawMessage)
-	if !ok || fields["_meta"] == nil {
-		return params
+	if out := wire.EditParams(raw, edit); out != nil {
+		return json.RawMessage(out)
 	}
-	meta, ok := objectFields(fields["_meta"])
-	if !ok {
-		return params
-	}
-	caps, ok := withApplyDefaults(meta[mcp.MetaKeyClientCapabilities])
-	if !ok {
-		return params
-	}
-	meta[mcp.MetaKeyClientCapabilities] = caps
-	raw, err := json.Marshal(meta)
-	if err != nil {
-		return params
-	}
-	patched := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields {
-		patched[k] = v
-	}
-	patched["_meta"] = raw
-	return patched
+	return params
 }
 
 // withApplyDefaults returns the capabilities caps with applyDefaults in

@@ -325,68 +325,28 @@ func (p *progressCall) RewriteRequest(req *http.Request) *http.Request {
 		return req
 	}
 	body := requestBody(req)
-	if body == nil || !json.Valid(body) {
+	if body == nil {
 		return req
 	}
-	own, isRequest := progressTokenIn(body)
-	if !isRequest {
-		return req
-	}
-	p.mu.Lock()
-	token := p.useLocked(own)
-	p.mu.Unlock()
-	if token == "" {
-		return req
-	}
-	if out, _ := withMeta(body, map[string]string{"progressToken": token}); out != nil {
+	out, _ := wire.EditRequest(body, func(e *wire.Edit) {
+		if !e.IsRequest() {
+			return // a notification, which has no progress
+		}
+		var own any
+		if raw, ok := e.Meta("progressToken"); ok {
+			_ = json.Unmarshal(raw, &own)
+		}
+		p.mu.Lock()
+		token := p.useLocked(own)
+		p.mu.Unlock()
+		if token != "" {
+			e.SetMetaString("progressToken", token)
+		}
+	})
+	if out != nil {
 		return withBody(req, out)
 	}
 	return req
-}
-
-// progressTokenIn finds the progressToken of a JSON-RPC request's
-// params._meta: nil if it has none. isRequest is false for anything but
-// one JSON-RPC request (a notification, a response, a batch).
-func progressTokenIn(body []byte) (token any, isRequest bool) {
-	top, ok := members(body)
-	if !ok {
-		return nil, false
-	}
-	var hasID, hasMethod bool
-	var params []byte
-	for _, m := range top {
-		switch string(m.key) {
-		case "id":
-			hasID = true
-		case "method":
-			hasMethod = true
-		case "params":
-			params = body[m.start:m.end]
-		}
-	}
-	if !hasID || !hasMethod {
-		return nil, false
-	}
-	ps, ok := members(params)
-	if !ok {
-		return nil, true
-	}
-	i := lastIndex(ps, "_meta")
-	if i < 0 {
-		return nil, true
-	}
-	meta := params[ps[i].start:ps[i].end]
-	ms, ok := members(meta)
-	if !ok {
-		return nil, true
-	}
-	if j := lastIndex(ms, "progressToken"); j >= 0 {
-		var v any
-		if json.Unmarshal(meta[ms[j].start:ms[j].end], &v) == nil && v != nil {
-			return v, true
-		}
-	}
-	return nil, true
 }
 
 // tokenKey is a progress token as the registry keys it: the same for the

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -99,28 +100,43 @@ var rawRequestSeq atomic.Uint64
 // tool's name on tools/call, the task id on tasks/*).
 func (c *ResilientClient) rawRequest(ctx context.Context, s *session, method mcp.MCPMethod, params map[string]json.RawMessage, name string) (json.RawMessage, error) {
 	var header http.Header
+	var body any = params
 	if !s.sessionEra {
-		meta := map[string]any{}
-		if raw, ok := params["_meta"]; ok {
-			_ = json.Unmarshal(raw, &meta)
-		}
 		caps := s.mc.GetClientCapabilities()
 		caps.Extensions = maps.Clone(caps.Extensions)
 		if caps.Extensions == nil {
 			caps.Extensions = map[string]any{}
 		}
 		caps.Extensions[tasksExtension] = map[string]any{}
-		meta[mcp.MetaKeyProtocolVersion] = s.version
-		meta[mcp.MetaKeyClientCapabilities] = caps
-		if info := s.request.Params.ClientInfo; info.Name != "" {
-			meta[mcp.MetaKeyClientInfo] = info
-		}
-		raw, err := json.Marshal(meta)
+		version, err := json.Marshal(s.version)
 		if err != nil {
 			return nil, err
 		}
-		params = maps.Clone(params)
-		params["_meta"] = raw
+		capsRaw, err := json.Marshal(caps)
+		if err != nil {
+			return nil, err
+		}
+		var info json.RawMessage
+		if ci := s.request.Params.ClientInfo; ci.Name != "" {
+			if info, err = json.Marshal(ci); err != nil {
+				return nil, err
+			}
+		}
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		edited := wire.EditParams(raw, func(e *wire.Edit) {
+			e.SetMeta(mcp.MetaKeyProtocolVersion, version)
+			e.SetMeta(mcp.MetaKeyClientCapabilities, capsRaw)
+			if info != nil {
+				e.SetMeta(mcp.MetaKeyClientInfo, info)
+			}
+		})
+		if edited == nil {
+			return nil, fmt.Errorf("resilientmcp: %s: the request's _meta is not a JSON object", method)
+		}
+		body = json.RawMessage(edited)
 		header = http.Header{}
 		header.Set(mcp.HeaderMethod, string(method))
 		if v, ok := mcp.EncodeHeaderValue(name); ok {
@@ -131,7 +147,7 @@ func (c *ResilientClient) rawRequest(ctx context.Context, s *session, method mcp
 		JSONRPC: mcp.JSONRPC_VERSION,
 		ID:      mcp.NewRequestId("resilientmcp-" + strconv.FormatUint(rawRequestSeq.Add(1), 10)),
 		Method:  string(method),
-		Params:  params,
+		Params:  body,
 		Header:  header,
 	}
 	resp, err := s.mc.GetTransport().SendRequest(ctx, req)

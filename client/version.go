@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // versionState is what a session's transport learned of the protocol
@@ -119,22 +120,19 @@ func declaredVersion(params any) string {
 // declares one: mcp-go declares the version it negotiated. The header is
 // the transport's (StreamableHTTP.SetProtocolVersion).
 func declareVersion(req transport.JSONRPCRequest, version string) transport.JSONRPCRequest {
-	fields, ok := objectFields(req.Params)
-	if !ok {
-		return req
-	}
-	meta, ok := objectFields(fields["_meta"])
-	if !ok || meta[mcp.MetaKeyProtocolVersion] == nil {
-		return req
-	}
-	v, _ := json.Marshal(version)
-	meta[mcp.MetaKeyProtocolVersion] = v
-	raw, err := json.Marshal(meta)
+	raw, err := json.Marshal(req.Params)
 	if err != nil {
 		return req
 	}
-	fields["_meta"] = raw
-	req.Params = fields
+	v, _ := json.Marshal(version)
+	out := wire.EditParams(raw, func(e *wire.Edit) {
+		if _, ok := e.Meta(mcp.MetaKeyProtocolVersion); ok {
+			e.SetMeta(mcp.MetaKeyProtocolVersion, v)
+		}
+	})
+	if out != nil {
+		req.Params = json.RawMessage(out)
+	}
 	return req
 }
 

@@ -8,15 +8,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
-// ListingStore is a client.ListingStore in Redis: the last good listings
+// ListingStore is a store.ListingStore in Redis: the last good listings
 // and reads of every replica on every machine, so that any of them,
 // restarted while the server is away, still lists what it offers (served
 // stale, client.Stale). It is the TaskStore's shape and layout: the
 // answers are the fields of one hash, <prefix>listings, each a
-// client.StoredListing's Key and the listing as JSON: HSET, HDEL and
+// store.StoredListing's Key and the listing as JSON: HSET, HDEL and
 // HGETALL, each one atomic command, so no lock is needed. A private
 // answer's key holds the fingerprint of the credential that fetched it,
 // never the credential.
@@ -28,7 +28,7 @@ type ListingStore struct {
 	key string
 }
 
-var _ client.ListingStore = (*ListingStore)(nil)
+var _ store.ListingStore = (*ListingStore)(nil)
 
 // NewListingStore returns the ListingStore on rdb. It takes the grant
 // store's options (New): WithPrefix is put before its key (default
@@ -46,7 +46,7 @@ func listingUnavailable(err error) error {
 }
 
 // Put writes l under its key.
-func (s *ListingStore) Put(ctx context.Context, l client.StoredListing) error {
+func (s *ListingStore) Put(ctx context.Context, l store.StoredListing) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return err
@@ -66,14 +66,14 @@ func (s *ListingStore) Delete(ctx context.Context, key string) error {
 }
 
 // List returns every answer stored.
-func (s *ListingStore) List(ctx context.Context) ([]client.StoredListing, error) {
+func (s *ListingStore) List(ctx context.Context) ([]store.StoredListing, error) {
 	all, err := s.rdb.HGetAll(ctx, s.key).Result()
 	if err != nil {
 		return nil, listingUnavailable(err)
 	}
-	out := make([]client.StoredListing, 0, len(all))
+	out := make([]store.StoredListing, 0, len(all))
 	for key, data := range all {
-		var l client.StoredListing
+		var l store.StoredListing
 		if err := json.Unmarshal([]byte(data), &l); err != nil {
 			return nil, fmt.Errorf("redisstore: listing store: the field %s of %s is not a stored listing", key, s.key)
 		}

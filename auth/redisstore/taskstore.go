@@ -8,14 +8,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
-// TaskStore is a client.TaskStore in Redis: the ids of the tasks an
+// TaskStore is a store.TaskStore in Redis: the ids of the tasks an
 // agent's calls created, shared by every replica on every machine, so that
 // any of them, restarted, finds them (client.PendingTasks) and collects
 // their results (client.ResumeTask). Tasks are the fields of one hash,
-// <prefix>pending, each a task id and its client.PendingTask as JSON:
+// <prefix>pending, each a task id and its store.PendingTask as JSON:
 // HSET, HDEL and HGETALL, each one atomic command, so no lock is needed.
 // Turn persistence on (appendonly) if a restart of Redis must not forget
 // them.
@@ -27,7 +27,7 @@ type TaskStore struct {
 	key string
 }
 
-var _ client.TaskStore = (*TaskStore)(nil)
+var _ store.TaskStore = (*TaskStore)(nil)
 
 // NewTaskStore returns the TaskStore on rdb. It takes the grant store's
 // options (New): WithPrefix is put before its key (default
@@ -45,7 +45,7 @@ func taskUnavailable(err error) error {
 }
 
 // Put writes t under its id.
-func (s *TaskStore) Put(ctx context.Context, t client.PendingTask) error {
+func (s *TaskStore) Put(ctx context.Context, t store.PendingTask) error {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -65,14 +65,14 @@ func (s *TaskStore) Delete(ctx context.Context, id string) error {
 }
 
 // List returns every task stored.
-func (s *TaskStore) List(ctx context.Context) ([]client.PendingTask, error) {
+func (s *TaskStore) List(ctx context.Context) ([]store.PendingTask, error) {
 	all, err := s.rdb.HGetAll(ctx, s.key).Result()
 	if err != nil {
 		return nil, taskUnavailable(err)
 	}
-	out := make([]client.PendingTask, 0, len(all))
+	out := make([]store.PendingTask, 0, len(all))
 	for id, data := range all {
-		var t client.PendingTask
+		var t store.PendingTask
 		if err := json.Unmarshal([]byte(data), &t); err != nil {
 			return nil, fmt.Errorf("redisstore: task store: the field %s of %s is not a stored task", id, s.key)
 		}

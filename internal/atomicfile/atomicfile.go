@@ -1,7 +1,7 @@
 // Package atomicfile writes a file so that a reader, or a process started
 // after a crash, sees either the old contents or the new, never half of
-// them: the durable stores of the module (auth's FileStore for grants, the
-// client's file task store) share it.
+// them: the durable stores of the module (auth's FileStore for grants,
+// client/store's file stores of tasks and listings) share it.
 package atomicfile
 
 import (

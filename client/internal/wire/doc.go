@@ -5,6 +5,8 @@
 // writes a request on a connection the server has closed. It is also the
 // client's one reader of what servers send, for the client's own uses
 // too: SSE streams (EventReader, sse.go) and JSON (the guard's scanner,
-// scan.go; Members, members.go). It decides nothing: what a failure means
-// for a call is the policy package's.
+// scan.go; Members, members.go), and its one editor of the JSON it sends:
+// a request's params and their _meta (EditRequest, EditParams, edit.go).
+// It decides nothing: what a failure means for a call is the policy
+// package's.
 package wire

@@ -3,7 +3,7 @@ package wire
 import (
 	"net/http"
 
-	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/internal/origin"
 )
 
 // Nothing secret leaves the origin the client was given. http.Client copies
@@ -26,7 +26,7 @@ func withoutCredentials(req *http.Request) *http.Request {
 	for first.Response != nil && first.Response.Request != nil && first.Response.Request != first {
 		first = first.Response.Request
 	}
-	if auth.SameOrigin(first.URL, req.URL) {
+	if origin.Same(first.URL, req.URL) {
 		return req
 	}
 	r := req.Clone(req.Context())
