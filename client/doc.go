@@ -39,7 +39,8 @@
 //	stdio*.go       NewStdio: a server that is a process, supervised
 //	listings*.go    the cache of listings and reads, and its store; tools.go
 //	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
-//	                taskstore.go: the ids of tasks not yet delivered
+//	                taskstore.go: the ids of tasks not yet delivered;
+//	                the stores' types and file stores are client/store
 //	progress.go     progress, its timeouts, notifications/cancelled
 //	elicitation.go  the defaults of elicitation forms
 //	notify.go       the server's notifications; eventstream.go, listen.go
