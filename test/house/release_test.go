@@ -162,6 +162,9 @@ func TestEachReleasedModuleCanBeFetched(t *testing.T) {
 		}
 	}
 	root := repoRoot(t)
+	if err := exec.Command("git", "-C", root, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+		t.Skipf("%s is not a git checkout (%v): the release is cut from one", root, err)
+	}
 	v := readVersions(t, root)
 	work := t.TempDir()
 	bare := filepath.Join(work, "repo.git")
