@@ -46,14 +46,13 @@ import (
 //
 // ResilientClient is safe for concurrent use by any number of goroutines.
 type ResilientClient struct {
-	endpoint         string
-	opts             options
-	httpClient       *http.Client
-	ownTransport     *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
-	transportOptions []transport.StreamableHTTPCOption
-	log              *slog.Logger
-	oauth            *auth.OAuth // WithOAuth's token source, nil without
-	obs              *observers  // WithObserver's, nil without
+	endpoint     string
+	opts         options
+	httpClient   *http.Client
+	ownTransport *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
+	log          *slog.Logger
+	oauth        *auth.OAuth // WithOAuth's token source, nil without
+	obs          *observers  // WithObserver's, nil without
 
 	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
 
@@ -64,7 +63,6 @@ type ResilientClient struct {
 	closeOnce sync.Once
 
 	pool    *pool.Pool[*session]
-	budget  *retry.Budget
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
 	notifications  *dispatcher
@@ -77,10 +75,9 @@ type ResilientClient struct {
 	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	tasks       TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
 	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials credentials    // the credential last sent, keying private answers (listings.go)
-	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
+	storeWriter *storeWriter   // writes to WithListingStore's store (listingstore.go); nil without one
 	background  sync.WaitGroup // the client's own requests (listing tools); Close waits for them
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
@@ -110,8 +107,8 @@ type ResilientClient struct {
 	// client: the notifier and the dispatcher call handlers from their own
 	// goroutines.
 	stateMu  sync.Mutex    // orders state computations and their notifications
-	members  []memberState // by pool member
 	state    atomic.Int32  // State, as last computed
+	members  []memberState // by pool member
 	notifier stateNotifier
 	stats    counters
 }
@@ -135,7 +132,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			opt.apply(&o)
 		}
 	}
-	if o.stdio.set {
+	if o.stdio != nil {
 		o.invalidf("an option of NewStdio's (WithStdioEnv, WithStdioDir, WithRestartLimit, WithStdioStopTimeout) given to New")
 	}
 	if o.tlsConfig != nil && u.Scheme != "https" {
@@ -148,15 +145,8 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: o.retryBudget, notifications: newDispatcher(), obs: newObservers(o.observers, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
-	if c.budget == nil {
-		c.budget = retry.DefaultBudget()
-	}
-	c.tasks = o.taskStore
-	if c.tasks == nil {
-		c.tasks = newMemoryTaskStore()
-	}
 	base := o.httpClient
 	if base == nil {
 		base, c.ownTransport = tunedHTTPClient(u, o.tlsConfig)
@@ -198,16 +188,23 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	tr.Limit, tr.Log, tr.WrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
 	hc.Transport = tr
 	c.httpClient = &hc
-	c.transportOptions = []transport.StreamableHTTPCOption{
-		transport.WithHTTPBasicClient(c.httpClient),
-		transport.WithHTTPHeaders(o.headers),
-		transport.WithHTTPLogger(o.logger),
-	}
-	if o.headerFunc != nil {
-		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
-	}
 	c.init(endpoint)
 	return c, nil
+}
+
+// transportOptions are the options of a session's mcp-go transport, made
+// for each dial rather than kept: an idle client would hold them, and
+// their closures, for good (BenchmarkIdleClients).
+func (c *ResilientClient) transportOptions() []transport.StreamableHTTPCOption {
+	topts := []transport.StreamableHTTPCOption{
+		transport.WithHTTPBasicClient(c.httpClient),
+		transport.WithHTTPHeaders(c.opts.headers),
+		transport.WithHTTPLogger(c.opts.logger),
+	}
+	if c.opts.headerFunc != nil {
+		topts = append(topts, transport.WithHTTPHeaderFunc(c.opts.headerFunc))
+	}
+	return topts
 }
 
 // init makes what every client has, over HTTP or stdio: its lifetime, the
@@ -215,17 +212,16 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 // names the server in the log.
 func (c *ResilientClient) init(target string) {
 	o := &c.opts
-	if c.budget == nil {
-		c.budget = o.retryBudget
+	// The defaults go in the options themselves: the client keeps no
+	// second copy of them (BenchmarkIdleClients).
+	if o.retryBudget == nil {
+		o.retryBudget = retry.DefaultBudget()
 	}
-	if c.budget == nil {
-		c.budget = retry.DefaultBudget()
+	if o.taskStore == nil {
+		o.taskStore = newMemoryTaskStore()
 	}
-	if c.tasks == nil {
-		c.tasks = o.taskStore
-	}
-	if c.tasks == nil {
-		c.tasks = newMemoryTaskStore()
+	if o.listings.store != nil {
+		c.storeWriter = &storeWriter{}
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(o.callTimeout)
@@ -272,7 +268,7 @@ func (c *ResilientClient) initRequest() *mcp.InitializeRequest {
 		return r
 	}
 	r := &mcp.InitializeRequest{}
-	r.Params.ClientInfo = c.opts.clientInfo
+	r.Params.ClientInfo = c.opts.implementation()
 	if c.initReq.CompareAndSwap(nil, r) {
 		return r
 	}

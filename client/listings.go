@@ -73,11 +73,11 @@ const listingStoreRefresh = time.Minute
 
 // listingOptions are the options of the cache.
 type listingOptions struct {
-	off           bool          // WithListingCache(false)
 	maxStale      time.Duration // for listings; used if maxStaleSet, else DefaultMaxStale
-	maxStaleSet   bool
 	maxStaleReads time.Duration // for resources/read; 0: never
 	store         ListingStore  // nil: memory only
+	off           bool          // WithListingCache(false)
+	maxStaleSet   bool
 }
 
 func (o *listingOptions) maxStaleFor(k listingKind) time.Duration {

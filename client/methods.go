@@ -241,7 +241,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 	if err != nil {
 		return nil, err
 	}
-	c.budget.Deposit()
+	c.opts.retryBudget.Deposit()
 	var res *mcp.CallToolResult
 	if asTask {
 		res, err = c.runTask(ctx, &req, nil)
