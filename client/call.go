@@ -57,7 +57,7 @@ func (c *ResilientClient) end(ctx context.Context, err error) error {
 // listing cache answers (listings.go). The books are the caller's (begin,
 // end).
 func (c *ResilientClient) account(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
-	c.budget.Deposit()
+	c.opts.retryBudget.Deposit()
 	return c.run(ctx, method, tool, send)
 }
 
@@ -221,7 +221,7 @@ func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *sess
 		ct.retry(false, false, a.Discard)
 		return nil
 	}
-	if a.Budget && !c.budget.TryWithdraw() {
+	if a.Budget && !c.opts.retryBudget.TryWithdraw() {
 		return r.fail("retry budget exhausted", err)
 	}
 	if a.Expired {

@@ -29,14 +29,13 @@ import (
 //
 // ResilientClient is safe for concurrent use by any number of goroutines.
 type ResilientClient struct {
-	endpoint         string
-	opts             options
-	httpClient       *http.Client
-	ownTransport     *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
-	transportOptions []transport.StreamableHTTPCOption
-	log              *slog.Logger
-	oauth            *auth.OAuth // WithOAuth's token source, nil without
-	obs              *observers  // WithObserver's, nil without
+	endpoint     string
+	opts         options
+	httpClient   *http.Client
+	ownTransport *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
+	log          *slog.Logger
+	oauth        *auth.OAuth // WithOAuth's token source, nil without
+	obs          *observers  // WithObserver's, nil without
 
 	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
 
@@ -47,7 +46,6 @@ type ResilientClient struct {
 	closeOnce sync.Once
 
 	pool    *pool.Pool[*session]
-	budget  *retry.Budget
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
 	notifications  *dispatcher
@@ -60,10 +58,9 @@ type ResilientClient struct {
 	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	tasks       TaskStore      // WithTaskStore: the ids of tasks calls created, until delivered
 	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials credentials    // the credential last sent, keying private answers (listings.go)
-	storeWriter storeWriter    // writes to WithListingStore's store (listingstore.go)
+	storeWriter *storeWriter   // writes to WithListingStore's store (listingstore.go); nil without one
 	background  sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
 
 	// backgroundMu is goBackground's, held while it checks closed and adds
@@ -104,8 +101,8 @@ type ResilientClient struct {
 	// client: the notifier and the dispatcher call handlers from their own
 	// goroutines.
 	stateMu  sync.Mutex    // orders state computations and their notifications
-	members  []memberState // by pool member
 	state    atomic.Int32  // State, as last computed
+	members  []memberState // by pool member
 	notifier stateNotifier
 	stats    counters
 }
@@ -129,7 +126,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 			opt.apply(&o)
 		}
 	}
-	if o.stdio.set {
+	if o.stdio != nil {
 		o.invalidf("an option of NewStdio's (WithStdioEnv, WithStdioDir, WithRestartLimit, WithStdioStopTimeout) given to New")
 	}
 	if o.tlsConfig != nil && u.Scheme != "https" {
@@ -142,15 +139,8 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, budget: o.retryBudget, notifications: newDispatcher(), obs: newObservers(o.observers, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: newObservers(o.observers, u)}
 	c.elicitationDefaults = elicitationDefaults
-	if c.budget == nil {
-		c.budget = retry.DefaultBudget()
-	}
-	c.tasks = o.taskStore
-	if c.tasks == nil {
-		c.tasks = newMemoryTaskStore()
-	}
 	if err := c.configureTransport(u); err != nil {
 		return nil, err
 	}
@@ -159,10 +149,10 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 }
 
 // configureTransport makes the HTTP side of a client of New: the HTTP
-// client its sessions send through, the client's layers (the tracker, the
-// observers', the credentials', the token's) over the caller's Transport or
-// the client's own, and the options each session's mcp-go transport is
-// made with.
+// client its sessions send through, and the client's layers (the tracker,
+// the observers', the credentials', the token's) over the caller's
+// Transport or the client's own. The options of each session's mcp-go
+// transport are made at each dial (transportOptions).
 func (c *ResilientClient) configureTransport(u *url.URL) error {
 	o := &c.opts
 	base := o.httpClient
@@ -194,7 +184,7 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	// The observers' layer goes beneath the token's: a resend after a 401
 	// is an attempt of its own.
 	beneath := c.obs.wrap(next)
-	if !o.listings.off {
+	if !o.listingCacheOff {
 		// Beneath the token's layer: the credential each request went
 		// out with keys the private answers it brings (listings.go).
 		beneath = c.credentials.wrap(beneath)
@@ -206,15 +196,22 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	tr.Limit, tr.Log, tr.WrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
 	hc.Transport = tr
 	c.httpClient = &hc
-	c.transportOptions = []transport.StreamableHTTPCOption{
-		transport.WithHTTPBasicClient(c.httpClient),
-		transport.WithHTTPHeaders(o.headers),
-		transport.WithHTTPLogger(o.logger),
-	}
-	if o.headerFunc != nil {
-		c.transportOptions = append(c.transportOptions, transport.WithHTTPHeaderFunc(o.headerFunc))
-	}
 	return nil
+}
+
+// transportOptions are the options of a session's mcp-go transport, made
+// for each dial rather than kept: an idle client would hold them, and
+// their closures, for good (BenchmarkIdleClients).
+func (c *ResilientClient) transportOptions() []transport.StreamableHTTPCOption {
+	topts := []transport.StreamableHTTPCOption{
+		transport.WithHTTPBasicClient(c.httpClient),
+		transport.WithHTTPHeaders(c.opts.headers),
+		transport.WithHTTPLogger(c.opts.logger),
+	}
+	if c.opts.headerFunc != nil {
+		topts = append(topts, transport.WithHTTPHeaderFunc(c.opts.headerFunc))
+	}
+	return topts
 }
 
 // init makes what every client has, over HTTP or stdio: its lifetime, the
@@ -222,17 +219,16 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 // names the server in the log.
 func (c *ResilientClient) init(target string) {
 	o := &c.opts
-	if c.budget == nil {
-		c.budget = o.retryBudget
+	// The defaults go in the options themselves: the client keeps no
+	// second copy of them (BenchmarkIdleClients).
+	if o.retryBudget == nil {
+		o.retryBudget = retry.DefaultBudget()
 	}
-	if c.budget == nil {
-		c.budget = retry.DefaultBudget()
+	if o.taskStore == nil {
+		o.taskStore = newMemoryTaskStore()
 	}
-	if c.tasks == nil {
-		c.tasks = o.taskStore
-	}
-	if c.tasks == nil {
-		c.tasks = newMemoryTaskStore()
+	if o.listings.store != nil {
+		c.storeWriter = &storeWriter{}
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(o.callTimeout)
@@ -288,7 +284,7 @@ func (c *ResilientClient) initRequest() *mcp.InitializeRequest {
 		return r
 	}
 	r := &mcp.InitializeRequest{}
-	r.Params.ClientInfo = c.opts.clientInfo
+	r.Params.ClientInfo = c.opts.implementation()
 	if c.initReq.CompareAndSwap(nil, r) {
 		return r
 	}

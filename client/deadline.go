@@ -35,8 +35,10 @@ type sharedDeadlines struct {
 	timeout time.Duration
 	slack   time.Duration
 
-	shards [deadlineShards]deadlineShard
-	mu     sync.Mutex // serializes making a new current and close; a leaf
+	// shards are made by the first call with a bare context, so that a
+	// client that makes none (an idle one) does not hold them (64 B).
+	shards atomic.Pointer[[deadlineShards]deadlineShard]
+	mu     sync.Mutex // serializes making shards, a new current and close; a leaf
 	closed bool       // guarded by mu
 }
 
@@ -46,7 +48,7 @@ const deadlineShards = 8
 // deadlineShard is one current context. The shards share a cache line:
 // a shard's pointer is written once per slice of time (timeout/16) and
 // read by every call, so the line is seldom invalidated, and padding each
-// to a line of its own would cost every client, idle ones too, 448 B.
+// to a line of its own would cost every client that makes such calls 448 B.
 type deadlineShard struct {
 	current atomic.Pointer[deadlineCtx]
 }
@@ -71,8 +73,12 @@ func (d *sharedDeadlines) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
-	for i := range d.shards {
-		if cur := d.shards[i].current.Load(); cur != nil {
+	shards := d.shards.Load()
+	if shards == nil {
+		return
+	}
+	for i := range shards {
+		if cur := shards[i].current.Load(); cur != nil {
 			cur.cancel()
 		}
 	}
@@ -86,12 +92,19 @@ func (d *sharedDeadlines) get() context.Context { return d.getOf(rand.N(deadline
 // getOf is get from shard i.
 func (d *sharedDeadlines) getOf(i int) context.Context {
 	due := time.Now().Add(d.timeout)
-	shard := &d.shards[i]
-	if cur := shard.current.Load(); cur != nil && !cur.deadline.Before(due) {
-		return cur.ctx
+	shards := d.shards.Load()
+	if shards != nil {
+		if cur := shards[i].current.Load(); cur != nil && !cur.deadline.Before(due) {
+			return cur.ctx
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if shards = d.shards.Load(); shards == nil {
+		shards = new([deadlineShards]deadlineShard)
+		d.shards.Store(shards)
+	}
+	shard := &shards[i]
 	if cur := shard.current.Load(); cur != nil && !cur.deadline.Before(due) {
 		return cur.ctx
 	}

@@ -73,19 +73,20 @@ const listingStoreRefresh = time.Minute
 
 // listingOptions are the options of the cache.
 type listingOptions struct {
-	off           bool          // WithListingCache(false)
-	maxStale      time.Duration // for listings; used if maxStaleSet, else DefaultMaxStale
-	maxStaleSet   bool
+	maxStale      time.Duration // for listings; used if options.maxStaleSet, else DefaultMaxStale
 	maxStaleReads time.Duration // for resources/read; 0: never
 	store         ListingStore  // nil: memory only
+	// WithListingCache(false) and whether WithMaxStale was given are
+	// options.listingCacheOff and options.maxStaleSet, beside its other
+	// flags: here they would cost every client 8 B of padding.
 }
 
-func (o *listingOptions) maxStaleFor(k listingKind) time.Duration {
+func (o *options) maxStaleFor(k listingKind) time.Duration {
 	switch {
 	case k == kindRead:
-		return o.maxStaleReads
+		return o.listings.maxStaleReads
 	case o.maxStaleSet:
-		return o.maxStale
+		return o.listings.maxStale
 	}
 	return DefaultMaxStale
 }
@@ -102,7 +103,7 @@ func (o *listingOptions) maxStaleFor(k listingKind) time.Duration {
 // fails as it would without a cache: the client behaves as it did before the
 // cache existed.
 func WithListingCache(on bool) Option {
-	return optionFunc(func(o *options) { o.listings.off = !on })
+	return optionFunc(func(o *options) { o.listingCacheOff = !on })
 }
 
 // WithMaxStale bounds the age of a listing (tools/list, prompts/list,
@@ -122,7 +123,7 @@ func WithMaxStale(d time.Duration) Option {
 			o.invalidf("WithMaxStale(%v): must not be negative (0 turns stale answers off)", d)
 			return
 		}
-		o.listings.maxStale, o.listings.maxStaleSet = d, true
+		o.listings.maxStale, o.maxStaleSet = d, true
 	})
 }
 
@@ -316,7 +317,7 @@ type listingSpec[T any] struct {
 // server cannot answer, from the last good answer, marked stale. Off
 // (WithListingCache(false)), it is call.
 func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) (T, error) {
-	if c.opts.listings.off {
+	if c.opts.listingCacheOff {
 		return call(ctx, c, sp.method, "", sp.fetch)
 	}
 	var zero T
@@ -439,7 +440,7 @@ func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen u
 // itself), in the dial, which waits for no store.
 func (c *ResilientClient) toolsListed(res *mcp.ListToolsResult, gen uint64, s *session, remember bool) {
 	sp := c.toolsSpec(mcp.ListToolsRequest{}, false)
-	if c.opts.listings.off {
+	if c.opts.listingCacheOff {
 		if remember {
 			c.tools.mu.Lock()
 			sp.remember(res, gen)
@@ -473,7 +474,7 @@ func (c *ResilientClient) principal() string {
 // stale, if the policy allows it.
 func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T], err error) (T, bool) {
 	var zero T
-	maxStale := c.opts.listings.maxStaleFor(sp.kind)
+	maxStale := c.opts.maxStaleFor(sp.kind)
 	if maxStale <= 0 {
 		return zero, false
 	}
@@ -552,7 +553,7 @@ func mark(meta **mcp.Meta, m staleMark) {
 // invalidateListings is what a server's notification means for the cache:
 // a list changed, or a resource was updated.
 func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
-	if c.opts.listings.off {
+	if c.opts.listingCacheOff {
 		return
 	}
 	var kinds []listingKind
@@ -591,7 +592,7 @@ func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
 // server whose identity changed makes every answer kept another server's:
 // they are dropped, and not served stale.
 func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
-	if c.opts.listings.off {
+	if c.opts.listingCacheOff {
 		return // refreshTools sees to the replay decision's tools, as it always did
 	}
 	c.tools.mu.Lock()

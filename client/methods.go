@@ -61,7 +61,7 @@ func (c *ResilientClient) Ping(ctx context.Context) error {
 // cursor. Safe to repeat, so it is sent again after any failure a retry can
 // fix.
 func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, resourcesSpec(req, true))
 	}
 	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
@@ -73,7 +73,7 @@ func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListR
 // as one call: a failure a retry can fix lists them again from the first
 // page.
 func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, resourcesSpec(req, false))
 	}
 	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
@@ -84,7 +84,7 @@ func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourc
 // ListResourceTemplatesByPage lists one page of the server's resource
 // templates, from req's cursor. Safe to repeat.
 func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, templatesSpec(req, true))
 	}
 	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
@@ -95,7 +95,7 @@ func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req m
 // ListResourceTemplates lists every resource template, following the pages
 // as one call, as ListResources does.
 func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, templatesSpec(req, false))
 	}
 	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
@@ -109,7 +109,7 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 // by the handlers of WithClientOptions, as with mcp-go.
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	ctx = c.obs.resource(ctx, req.Params.URI)
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, readSpec(req))
 	}
 	return call(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
@@ -152,7 +152,7 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 // ListPromptsByPage lists one page of the server's prompts, from req's
 // cursor. Safe to repeat.
 func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, promptsSpec(req, true))
 	}
 	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
@@ -163,7 +163,7 @@ func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPro
 // ListPrompts lists every prompt, following the pages as one call, as
 // ListResources does.
 func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, promptsSpec(req, false))
 	}
 	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
@@ -183,7 +183,7 @@ func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptReques
 // ListToolsByPage lists one page of tools. Their annotations inform the
 // replay decision; listing is never needed for it.
 func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, c.toolsSpec(req, true))
 	}
 	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
@@ -211,7 +211,7 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 // and, when the server cannot answer, with the last good listing, marked
 // stale (Stale, WithMaxStale). WithListingCache(false) turns both off.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	if !c.opts.listings.off {
+	if !c.opts.listingCacheOff {
 		return cached(ctx, c, c.toolsSpec(req, false))
 	}
 	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
@@ -241,7 +241,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 	if err != nil {
 		return nil, err
 	}
-	c.budget.Deposit()
+	c.opts.retryBudget.Deposit()
 	var res *mcp.CallToolResult
 	if asTask {
 		res, err = c.runTask(ctx, &req, nil)

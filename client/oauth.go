@@ -123,7 +123,7 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint, Resend: c.obs.resendHook()}
 	case o.oauth != nil:
 		c.oauth = auth.NewOAuth(endpoint, *o.oauth, auth.Env{
-			ClientName: o.clientInfo.Name,
+			ClientName: o.implementation().Name,
 			// The authorization server is reached with the user's
 			// transport but never through the token layer.
 			HTTPClient: &http.Client{Transport: next, Timeout: 30 * time.Second},

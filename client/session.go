@@ -386,7 +386,7 @@ func isPermanent(err error) bool {
 func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, *mcp.DiscoverResult, error) {
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
-	topts := c.transportOptions
+	topts := c.transportOptions()
 	if hc := c.sessionHTTPClient(); hc != nil {
 		// After the shared client's option: the last one given wins.
 		topts = append(slices.Clip(topts), transport.WithHTTPBasicClient(hc))

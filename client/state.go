@@ -126,6 +126,7 @@ func (n *stateNotifier) drain(done chan struct{}) {
 		if len(n.queue) == 0 {
 			n.running = false
 			n.queue = nil // an idle client keeps no queue
+			n.done = nil  // nor a channel: closed below, it waits for nothing more
 			n.mu.Unlock()
 			return
 		}

@@ -94,7 +94,7 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
-	so := o.stdio.withDefaults()
+	so := o.stdioOpts().withDefaults()
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
@@ -124,7 +124,16 @@ type stdioOptions struct {
 	restartWindow time.Duration
 	stopTimeout   time.Duration
 	idleStop      time.Duration // 0: never
-	set           bool          // one was given: New refuses them
+}
+
+// stdioOpts is o's stdio options, made by the first one given: a client
+// over HTTP holds a nil pointer instead of them (BenchmarkIdleClients), and
+// New refuses a client given any.
+func (o *options) stdioOpts() *stdioOptions {
+	if o.stdio == nil {
+		o.stdio = &stdioOptions{}
+	}
+	return o.stdio
 }
 
 // The restart intensity by default: more than 5 restarts within 10 s is a
@@ -163,20 +172,20 @@ func (so stdioOptions) withDefaults() stdioOptions {
 func WithStdioEnv(env ...string) Option {
 	env = append([]string(nil), env...)
 	return optionFunc(func(o *options) {
-		o.stdio.set = true
+		so := o.stdioOpts()
 		for _, kv := range env {
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 				o.invalidf("WithStdioEnv(%q): want KEY=value", kv)
 			}
 		}
-		o.stdio.env = append(o.stdio.env, env...)
+		so.env = append(so.env, env...)
 	})
 }
 
 // WithStdioDir sets the working directory of a stdio server's process
 // (NewStdio). Default: the agent's.
 func WithStdioDir(dir string) Option {
-	return optionFunc(func(o *options) { o.stdio.set, o.stdio.dir = true, dir })
+	return optionFunc(func(o *options) { o.stdioOpts().dir = dir })
 }
 
 // WithRestartLimit sets the restart intensity of a stdio server (NewStdio):
@@ -188,11 +197,11 @@ func WithStdioDir(dir string) Option {
 // DefaultRestartLimit). n must be at least 1, window positive.
 func WithRestartLimit(n int, window time.Duration) Option {
 	return optionFunc(func(o *options) {
-		o.stdio.set = true
+		so := o.stdioOpts()
 		if n < 1 || window <= 0 {
 			o.invalidf("WithRestartLimit(%d, %v): want at least one restart in a positive window", n, window)
 		}
-		o.stdio.restartLimit, o.stdio.restartWindow = n, window
+		so.restartLimit, so.restartWindow = n, window
 	})
 }
 
@@ -201,11 +210,11 @@ func WithRestartLimit(n int, window time.Duration) Option {
 // SIGKILL. Default 2 s (DefaultStdioStopTimeout).
 func WithStdioStopTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		o.stdio.set = true
+		so := o.stdioOpts()
 		if d <= 0 {
 			o.invalidf("WithStdioStopTimeout(%v): want a positive duration", d)
 		}
-		o.stdio.stopTimeout = d
+		so.stopTimeout = d
 	})
 }
 
@@ -216,11 +225,11 @@ func WithStdioStopTimeout(d time.Duration) Option {
 // not a restart (Stats().Restarts, WithRestartLimit). Default 0: never.
 func WithIdleStop(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		o.stdio.set = true
+		so := o.stdioOpts()
 		if d < 0 {
 			o.invalidf("WithIdleStop(%v): want a duration of 0 (never) or more", d)
 		}
-		o.stdio.idleStop = d
+		so.idleStop = d
 	})
 }
 

@@ -268,7 +268,7 @@ func (c *ResilientClient) taskCall(ctx context.Context, tool string, run func(co
 	if err != nil {
 		return nil, err
 	}
-	c.budget.Deposit()
+	c.opts.retryBudget.Deposit()
 	res, err := run(ctx)
 	if err != nil {
 		res = nil

@@ -25,17 +25,18 @@ type TaskStore = store.TaskStore
 
 // memoryTaskStore is the default TaskStore: this process only.
 type memoryTaskStore struct {
-	mu    sync.Mutex // a leaf
-	tasks map[string]PendingTask
+	mu    sync.Mutex             // a leaf
+	tasks map[string]PendingTask // made by the first Put: every client has a store, few call tasks
 }
 
-func newMemoryTaskStore() *memoryTaskStore {
-	return &memoryTaskStore{tasks: map[string]PendingTask{}}
-}
+func newMemoryTaskStore() *memoryTaskStore { return &memoryTaskStore{} }
 
 func (s *memoryTaskStore) Put(_ context.Context, t PendingTask) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.tasks == nil {
+		s.tasks = map[string]PendingTask{}
+	}
 	s.tasks[t.ID] = t
 	return nil
 }
@@ -67,7 +68,7 @@ func NewFileTaskStore(dir string) (TaskStore, error) { return store.NewFileTaskS
 // that hangs cannot hold a call whose result is in hand.
 const taskStoreTimeout = 10 * time.Second
 
-func (c *ResilientClient) taskStore() TaskStore { return c.tasks }
+func (c *ResilientClient) taskStore() TaskStore { return c.opts.taskStore }
 
 // PendingTasks lists the tasks of this client's endpoint that calls
 // created and whose results were not delivered: after a restart of the

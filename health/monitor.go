@@ -97,14 +97,17 @@ type Monitor struct {
 	failures  atomic.Int32
 	gaveUp    atomic.Bool
 
-	// probes is the probe under way, shared by every Check that asks
-	// meanwhile; each waits for it within its own context.
-	probes singleflight.Group
-
-	// mu guards the fields below. It is the only lock of a Monitor; no
+	// mu guards the fields below. It is the only lock of a Monitor (Check
+	// takes its probe group's own under it, to start or join a probe); no
 	// Config callback runs under it.
 	mu      sync.Mutex
 	stopped bool
+	// probes shares the probe under way with every Check that asks
+	// meanwhile; each waits for it within its own context. A group of its
+	// own per probe, dropped when the probe ends: a Group's map keeps its
+	// storage once used (256 B), which every idle member would hold for
+	// good (BenchmarkIdleClients).
+	probes  *singleflight.Group
 	cancel  context.CancelFunc // ends the probe under way
 	probing sync.WaitGroup     // the probe under way; Add only while !stopped
 	timer   *time.Timer        // the background prober; nil without Interval
@@ -178,7 +181,16 @@ func (m *Monitor) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	done := m.probes.DoChan("", m.runProbe)
+	// DoChan under mu, where runProbe drops the group: a Check that finds
+	// the group finds its probe under way, not ended.
+	m.mu.Lock()
+	g := m.probes
+	if g == nil {
+		g = new(singleflight.Group)
+		m.probes = g
+	}
+	done := g.DoChan("", func() (any, error) { return m.runProbe(g) })
+	m.mu.Unlock()
 	select {
 	case r := <-done:
 		return r.Err
@@ -187,11 +199,13 @@ func (m *Monitor) Check(ctx context.Context) error {
 	}
 }
 
-// runProbe is the shared probe of Check: detached from any caller's
-// context, bounded by Timeout, ended by Stop.
-func (m *Monitor) runProbe() (any, error) {
+// runProbe is the shared probe of Check, in group g: detached from any
+// caller's context, bounded by Timeout, ended by Stop. It drops g when it
+// ends, so that the next Check starts a new probe in a new group.
+func (m *Monitor) runProbe(g *singleflight.Group) (any, error) {
 	m.mu.Lock()
 	if m.stopped {
+		m.dropGroupLocked(g)
 		m.mu.Unlock()
 		return nil, context.Canceled
 	}
@@ -205,8 +219,15 @@ func (m *Monitor) runProbe() (any, error) {
 	cancel()
 	m.mu.Lock()
 	m.cancel = nil
+	m.dropGroupLocked(g)
 	m.mu.Unlock()
 	return nil, err
+}
+
+func (m *Monitor) dropGroupLocked(g *singleflight.Group) {
+	if m.probes == g {
+		m.probes = nil
+	}
 }
 
 // Stop ends the background prober and any probe under way, and returns once

@@ -129,7 +129,7 @@ type Pool[T comparable] struct {
 	mu      sync.Mutex
 	closed  bool
 	members []*member[T]
-	changed chan struct{} // closed and replaced on every change
+	changed chan struct{} // closed on every change; made by the first waiter after one, so an idle pool keeps none
 	next    int           // where the search for the least-leased member starts, to spread ties
 	stats   Stats
 }
@@ -172,7 +172,7 @@ func New[T comparable](cfg Config[T]) *Pool[T] {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool[T]{cfg: cfg, ctx: ctx, cancel: cancel, changed: make(chan struct{})}
+	p := &Pool[T]{cfg: cfg, ctx: ctx, cancel: cancel}
 	for i := range cfg.Size {
 		p.members = append(p.members, &member[T]{index: i})
 	}
@@ -291,6 +291,9 @@ func (p *Pool[T]) AcquireInto(ctx context.Context, l *Lease[T]) error {
 		if !waiting {
 			p.mu.Unlock()
 			return failed
+		}
+		if p.changed == nil {
+			p.changed = make(chan struct{})
 		}
 		changed := p.changed
 		p.mu.Unlock()
@@ -532,6 +535,8 @@ func (p *Pool[T]) setStateLocked(m *member[T], to State) {
 }
 
 func (p *Pool[T]) broadcastLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
 }
