@@ -1,11 +1,6 @@
 package redisstore
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"log/slog"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/resilientmcp/resilientmcp/client/store"
@@ -20,12 +15,10 @@ import (
 // Turn persistence on (appendonly) if a restart of Redis must not forget
 // them.
 //
-// A TaskStore is safe for concurrent use by any number of goroutines,
+// Its methods are Put, Delete and List (store.TaskStore). A TaskStore is
+// safe for concurrent use by any number of goroutines,
 // processes and machines sharing the Redis.
-type TaskStore struct {
-	rdb redis.UniversalClient
-	key string
-}
+type TaskStore struct{ hashStore[store.PendingTask] }
 
 var _ store.TaskStore = (*TaskStore)(nil)
 
@@ -33,50 +26,5 @@ var _ store.TaskStore = (*TaskStore)(nil)
 // options (New): WithPrefix is put before its key (default
 // "resilientmcp:tasks:"); the others do not apply to it.
 func NewTaskStore(rdb redis.UniversalClient, opts ...Option) *TaskStore {
-	s := &Store{prefix: "resilientmcp:tasks:", logger: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o(s)
-	}
-	return &TaskStore{rdb: rdb, key: s.prefix + "pending"}
-}
-
-func taskUnavailable(err error) error {
-	return fmt.Errorf("redisstore: task store: %w", err)
-}
-
-// Put writes t under its id.
-func (s *TaskStore) Put(ctx context.Context, t store.PendingTask) error {
-	data, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	if err := s.rdb.HSet(ctx, s.key, t.ID, data).Err(); err != nil {
-		return taskUnavailable(err)
-	}
-	return nil
-}
-
-// Delete removes the task id.
-func (s *TaskStore) Delete(ctx context.Context, id string) error {
-	if err := s.rdb.HDel(ctx, s.key, id).Err(); err != nil {
-		return taskUnavailable(err)
-	}
-	return nil
-}
-
-// List returns every task stored.
-func (s *TaskStore) List(ctx context.Context) ([]store.PendingTask, error) {
-	all, err := s.rdb.HGetAll(ctx, s.key).Result()
-	if err != nil {
-		return nil, taskUnavailable(err)
-	}
-	out := make([]store.PendingTask, 0, len(all))
-	for id, data := range all {
-		var t store.PendingTask
-		if err := json.Unmarshal([]byte(data), &t); err != nil {
-			return nil, fmt.Errorf("redisstore: task store: the field %s of %s is not a stored task", id, s.key)
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return &TaskStore{newHashStore(rdb, opts, "resilientmcp:tasks:", "pending", "task store", func(t store.PendingTask) string { return t.ID })}
 }

@@ -8,18 +8,7 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/resilientmcp/resilientmcp/internal/atomicfile"
 )
 
 // PendingTask is a task a call of the client created and whose result has
@@ -60,10 +49,6 @@ type TaskStore interface {
 	List(ctx context.Context) ([]PendingTask, error)
 }
 
-// fileTaskStore keeps each task in a file of one directory; see
-// NewFileTaskStore.
-type fileTaskStore struct{ dir string }
-
 // fileTaskPrefix names the store's files: the directory may be shared with
 // auth's FileStore, whose files are named by a hex key id.
 const fileTaskPrefix = "task-"
@@ -78,69 +63,5 @@ const fileTaskPrefix = "task-"
 // record. It is safe for concurrent use by any number of goroutines and
 // processes of the machine.
 func NewFileTaskStore(dir string) (TaskStore, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("resilientmcp: task store: %w", err)
-	}
-	return &fileTaskStore{dir: dir}, nil
-}
-
-func (s *fileTaskStore) name(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return fileTaskPrefix + hex.EncodeToString(sum[:]) + ".json"
-}
-
-func (s *fileTaskStore) Put(ctx context.Context, t PendingTask) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	raw, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.Write(s.dir, s.name(t.ID), raw); err != nil {
-		return fmt.Errorf("resilientmcp: task store: writing task %s: %w", t.ID, err)
-	}
-	return nil
-}
-
-func (s *fileTaskStore) Delete(ctx context.Context, id string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err := os.Remove(filepath.Join(s.dir, s.name(id)))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("resilientmcp: task store: removing task %s: %w", id, err)
-	}
-	atomicfile.SyncDir(s.dir)
-	return nil
-}
-
-func (s *fileTaskStore) List(ctx context.Context) ([]PendingTask, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("resilientmcp: task store: %w", err)
-	}
-	var out []PendingTask
-	for _, e := range entries {
-		n := e.Name()
-		if !strings.HasPrefix(n, fileTaskPrefix) || !strings.HasSuffix(n, ".json") {
-			continue // another store's, or a write under way (.tmp)
-		}
-		raw, err := os.ReadFile(filepath.Join(s.dir, n))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // delivered meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("resilientmcp: task store: %w", err)
-		}
-		var t PendingTask
-		if err := json.Unmarshal(raw, &t); err != nil || t.ID == "" {
-			return nil, fmt.Errorf("resilientmcp: task store: %s is not a stored task", filepath.Join(s.dir, n))
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return newFileStore(dir, fileTaskPrefix, "task store", func(t PendingTask) string { return t.ID })
 }
