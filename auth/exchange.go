@@ -192,15 +192,7 @@ func (o *OAuth) presentAssertion(ctx context.Context, d *discovery, id *identity
 			"resource":   {d.resource},
 		},
 	}
-	tctx, err := o.tokenContext(ctx, d, id)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := cc.Token(tctx)
-	if err != nil {
-		return nil, tokenError(err)
-	}
-	return tok, nil
+	return o.tokenRequest(ctx, d, id, cc)
 }
 
 // workloadAssertion reads the workload's JWT, again for every grant.

@@ -414,6 +414,13 @@ func (o *OAuth) clientCredentials(ctx context.Context, d *discovery, id *identit
 		Scopes: scopes, AuthStyle: conf.Endpoint.AuthStyle,
 		EndpointParams: url.Values{"resource": {d.resource}},
 	}
+	return o.tokenRequest(ctx, d, id, cc)
+}
+
+// tokenRequest sends cc's token request, x/oauth2's client-credentials
+// shape, which the JWT bearer grants share (EndpointParams' grant_type
+// replaces its own), through tokenContext's additions.
+func (o *OAuth) tokenRequest(ctx context.Context, d *discovery, id *identity, cc *clientcredentials.Config) (*oauth2.Token, error) {
 	tctx, err := o.tokenContext(ctx, d, id)
 	if err != nil {
 		return nil, err
