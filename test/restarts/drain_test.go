@@ -42,21 +42,7 @@ func TestF40GatewayDrainIsWaitedOut(t *testing.T) {
 	for _, era := range rig.BothEras {
 		t.Run(era.String(), func(t *testing.T) {
 			rig.BothWays(t, func(t *testing.T, listFirst bool) {
-				srv, err := testserver.Start(testserver.Config{Era: era})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(srv.Close)
-				gw, err := gateway.Start(srv.URL())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(gw.Close)
-				c, err := client.New(gw.URL())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { c.Close() })
+				srv, gw, c := behindGateway(t, era)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
@@ -120,7 +106,7 @@ func TestF40GatewayDrainIsWaitedOut(t *testing.T) {
 				// error may come after the window: to know increment is not
 				// safe to repeat, the client lists the tools, a safe call
 				// that waits the drain out too.
-				_, err = rig.CallTool(ctx, c, "increment", nil)
+				_, err := rig.CallTool(ctx, c, "increment", nil)
 				wg.Wait()
 
 				if !errors.Is(err, client.ErrOutcomeUnknown) {
@@ -172,21 +158,7 @@ func TestF40GatewayDrainIsWaitedOut(t *testing.T) {
 // server's answer, and a call made meanwhile succeeds once the child is
 // back, on one re-initialization.
 func TestF40GatewayDrainLosesTheSessions(t *testing.T) {
-	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	gw, err := gateway.Start(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
-	c, err := client.New(gw.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	srv, gw, c := behindGateway(t, testserver.SessionEra)
 	got := notifications(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -214,4 +186,26 @@ func TestF40GatewayDrainLosesTheSessions(t *testing.T) {
 	if s := c.Stats(); s.Reinitializations != 1 {
 		t.Errorf("%d re-initializations, want 1", s.Reinitializations)
 	}
+}
+
+// behindGateway is our test server in era behind a draining gateway, and a
+// client of the gateway, all closed with the test.
+func behindGateway(t *testing.T, era testserver.Era) (*testserver.Server, *gateway.Gateway, *client.ResilientClient) {
+	t.Helper()
+	srv, err := testserver.Start(testserver.Config{Era: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	gw, err := gateway.Start(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	c, err := client.New(gw.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return srv, gw, c
 }
