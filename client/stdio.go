@@ -478,6 +478,9 @@ func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRe
 		wire.RefuseTooLarge(ctx, t.filter.limit)
 		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.limit)
 	}
+	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
+		keepSchemas(ctx, resp.Result) // as the HTTP transport does (version.go)
+	}
 	return resp, err
 }
 

@@ -2,11 +2,13 @@ package stdio
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/retry"
 )
 
@@ -712,4 +715,41 @@ func TestStdioInitializeFirst(t *testing.T) {
 	if st := c.Stats(); st.PID != pid || st.Restarts != 0 || st.SessionsOpened != 1 {
 		t.Errorf("after Initialize and a call: PID %d (was %d), Restarts %d, SessionsOpened %d; want one process", st.PID, pid, st.Restarts, st.SessionsOpened)
 	}
+}
+
+// TestStdioSchemasAsTheServerSentThem: a tool's schemas reach the caller
+// over stdio as over HTTP, every keyword kept ($schema, $anchor, allOf,
+// if/then/else...), where mcp-go's typed schema would drop them.
+func TestStdioSchemasAsTheServerSentThem(t *testing.T) {
+	c, _ := newClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != "shape" {
+			continue
+		}
+		for _, s := range []struct {
+			name      string
+			got, sent string
+		}{
+			{"inputSchema", string(tool.RawInputSchema), testserver.ShapeInputSchema},
+			{"outputSchema", string(tool.RawOutputSchema), testserver.ShapeOutputSchema},
+		} {
+			var got, sent any
+			if err := json.Unmarshal([]byte(s.got), &got); err != nil {
+				t.Errorf("shape's %s as the caller sees it: %q is not the server's raw schema: %v", s.name, s.got, err)
+				continue
+			}
+			_ = json.Unmarshal([]byte(s.sent), &sent)
+			if !reflect.DeepEqual(got, sent) {
+				t.Errorf("shape's %s = %s\nwant the server's %s", s.name, s.got, s.sent)
+			}
+		}
+		return
+	}
+	t.Fatal("the server listed no tool shape")
 }

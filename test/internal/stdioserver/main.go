@@ -19,7 +19,7 @@
 // "crash" (exits with status 7, after a line on stderr), "close_stdout"
 // (closes stdout and stays), "big" (answers "bytes" bytes on one line),
 // "endless" (writes one line to stdout that never ends),
-// "pid".
+// "pid", "shape" (schemas of JSON Schema 2020-12, testserver's).
 // A subscription to a resource (resources/subscribe, or subscriptions/listen
 // in the stateless era) makes it send notifications/resources/updated for
 // the URI every 20 ms.
@@ -27,6 +27,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,6 +40,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
 func main() {
@@ -72,6 +75,13 @@ func main() {
 		server.WithLogging(),
 		server.WithHooks(subscriptions()),
 	)
+	// shape's schemas have keywords mcp-go's typed schema drops: a client
+	// must hand them on as the server sent them, over stdio too.
+	shape := mcp.NewToolWithRawSchema("shape", "Describes a shape.", json.RawMessage(testserver.ShapeInputSchema))
+	shape.RawOutputSchema = json.RawMessage(testserver.ShapeOutputSchema)
+	s.AddTool(shape, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultStructured(map[string]any{"area": 0}, `{"area":0}`), nil
+	})
 	s.AddTool(mcp.NewTool("echo", mcp.WithReadOnlyHintAnnotation(true), mcp.WithString("text"), mcp.WithNumber("ms")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			sleep(ctx, req)
