@@ -36,13 +36,16 @@ func newObservers(list []Observer, endpoint *url.URL) *observers {
 	if len(list) == 0 {
 		return nil
 	}
-	o := &observers{list: list, server: Server{Address: endpoint.Hostname()}}
+	o := &observers{list: list, server: Server{Address: endpoint.Hostname(), Transport: "tcp"}}
 	o.server.Port, _ = strconv.Atoi(endpoint.Port())
-	if o.server.Port == 0 {
+	switch {
+	case endpoint.Scheme == "stdio":
+		o.server.Transport, o.server.Port = "pipe", 0
+	case o.server.Port != 0:
+	case endpoint.Scheme == "https":
+		o.server.Port = 443
+	default:
 		o.server.Port = 80
-		if endpoint.Scheme == "https" {
-			o.server.Port = 443
-		}
 	}
 	for _, ob := range list {
 		if mp, ok := ob.(MetaPropagator); ok {

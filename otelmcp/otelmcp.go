@@ -372,15 +372,28 @@ func targetOf(info observe.CallInfo) string {
 	return info.Prompt
 }
 
+// appendServer is where the server is, as the conventions say it: over
+// HTTP its address, port, network.transport tcp and
+// network.protocol.name http; over stdio (network.transport pipe) the
+// command, with no port and no HTTP.
+func appendServer(attrs []attribute.KeyValue, s observe.Server) []attribute.KeyValue {
+	if s.Transport == "pipe" {
+		return append(attrs, semconv.ServerAddressKey.String(s.Address), semconv.NetworkTransportPipe)
+	}
+	return append(attrs,
+		semconv.ServerAddressKey.String(s.Address),
+		semconv.ServerPortKey.Int(s.Port),
+		semconv.NetworkTransportTCP,
+		semconv.NetworkProtocolNameKey.String("http"),
+	)
+}
+
 func callAttributes(info observe.CallInfo) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs,
 		semconv.McpMethodNameKey.String(info.Method),
-		semconv.ServerAddressKey.String(info.Server.Address),
-		semconv.ServerPortKey.Int(info.Server.Port),
-		semconv.NetworkTransportTCP,
-		semconv.NetworkProtocolNameKey.String("http"),
 	)
+	attrs = appendServer(attrs, info.Server)
 	if info.Tool != "" {
 		attrs = append(attrs, semconv.GenAIToolNameKey.String(info.Tool), semconv.GenAIOperationNameExecuteTool)
 	}
@@ -521,12 +534,7 @@ func (o *observer) EndCall(ctx context.Context, end observe.CallEnd) {
 	c.span.End()
 	if o.metered && o.operation.Enabled(ctx) {
 		attrs := make([]attribute.KeyValue, 0, 12)
-		attrs = append(attrs,
-			semconv.ServerAddressKey.String(c.info.Server.Address),
-			semconv.ServerPortKey.Int(c.info.Server.Port),
-			semconv.NetworkTransportTCP,
-			semconv.NetworkProtocolNameKey.String("http"),
-		)
+		attrs = appendServer(attrs, c.info.Server)
 		if c.info.Tool != "" {
 			attrs = append(attrs, semconv.GenAIToolNameKey.String(c.info.Tool), semconv.GenAIOperationNameExecuteTool)
 		}
@@ -590,13 +598,8 @@ func (o *observer) HandleEvent(server observe.Server, ev observe.Event) {
 		if !o.session.Enabled(ctx) {
 			return
 		}
-		attrs := []attribute.KeyValue{
-			semconv.ServerAddressKey.String(server.Address),
-			semconv.ServerPortKey.Int(server.Port),
-			semconv.NetworkTransportTCP,
-			semconv.NetworkProtocolNameKey.String("http"),
-			semconv.McpProtocolVersionKey.String(ev.ProtocolVersion),
-		}
+		attrs := appendServer(make([]attribute.KeyValue, 0, 6), server)
+		attrs = append(attrs, semconv.McpProtocolVersionKey.String(ev.ProtocolVersion))
 		if ev.Cause != nil && ev.Lost != observe.LossRequested {
 			attrs = append(attrs, semconv.ErrorTypeKey.String(ev.Lost.String()))
 		}

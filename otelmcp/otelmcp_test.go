@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -538,4 +539,31 @@ func TestProcessRestartsCounted(t *testing.T) {
 	if got, want := tm.count("resilientmcp.client.process.restarts"), int64(c.Stats().Restarts); got > want {
 		t.Errorf("%d restarts counted; Stats says %d", got, want)
 	}
+}
+
+// A call to a server over stdio is where the conventions put it: its span
+// says network.transport "pipe", the command as server.address, and
+// neither a port nor HTTP.
+func TestStdioCallSpan(t *testing.T) {
+	tm := newTelemetry(t)
+	command, env := stdioServer(t)
+	c, err := client.NewStdio(command, nil, tm.options()[0], env) // the observer; no HTTP client
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "echo", map[string]any{"text": "hi"}
+	if _, err := c.CallTool(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	spans := tm.callSpans("tools/call echo")
+	if len(spans) != 1 {
+		t.Fatalf("%d tools/call echo spans, want 1", len(spans))
+	}
+	wantAttrs(t, spans[0], semconv.NetworkTransportPipe, semconv.ServerAddressKey.String(filepath.Base(command)))
+	wantNoAttr(t, spans[0], semconv.ServerPortKey)
+	wantNoAttr(t, spans[0], semconv.NetworkProtocolNameKey)
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -26,7 +28,39 @@ import (
 	"github.com/resilientmcp/resilientmcp/otelmcp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) == "1" {
+		serveStdio() // the test binary re-executed as a stdio server
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// stdioServerEnv makes the test binary an MCP server over stdio, with the
+// tool echo, for client.NewStdio (stdioServer).
+const stdioServerEnv = "OTELMCP_TEST_STDIO_SERVER"
+
+func serveStdio() {
+	s := server.NewMCPServer("otelmcp-test-stdio", "1.0.0", server.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("echo", mcp.WithReadOnlyHintAnnotation(true), mcp.WithString("text")),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(req.GetString("text", "")), nil
+		})
+	if err := server.ServeStdio(s); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// stdioServer is the command and environment of the test binary as a
+// stdio server.
+func stdioServer(t *testing.T) (command string, env client.Option) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe, client.WithStdioEnv(stdioServerEnv + "=1")
+}
 
 // telemetry is the OpenTelemetry SDK recording in memory: every span, and
 // metrics read on demand.

@@ -125,12 +125,14 @@ type CallInfo struct {
 	Server Server
 }
 
-// Server is a client's endpoint, as the semantic conventions' server.address
-// and server.port have it: the URL's host, and its port or the scheme's. A
-// plain value.
+// Server is a client's endpoint, as the semantic conventions' server.address,
+// server.port and network.transport have it: over HTTP, the URL's host,
+// its port or the scheme's, and "tcp"; over stdio (client.NewStdio), the
+// command's base name, no port, and "pipe". A plain value.
 type Server struct {
-	Address string
-	Port    int
+	Address   string
+	Port      int    // 0 over stdio
+	Transport string // "tcp" (HTTP) or "pipe" (stdio)
 }
 
 // AttemptInfo is what an attempt is: StartAttempt's argument. A plain value.
