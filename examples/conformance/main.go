@@ -38,6 +38,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+
+	"github.com/resilientmcp/resilientmcp/examples/conformance/internal/user"
 )
 
 func main() {
@@ -61,8 +63,8 @@ func run(url string) error {
 	c, err := client.New(url,
 		client.WithClientInfo(mcp.Implementation{Name: "resilientmcp-conformance", Version: "1.0.0"}),
 		client.WithClientOptions(
-			mcpclient.WithElicitationHandler(acceptAsIs{}),
-			mcpclient.WithSamplingHandler(fixedAnswer{}),
+			mcpclient.WithElicitationHandler(user.AcceptAsIs{}),
+			mcpclient.WithSamplingHandler(user.FixedAnswer{}),
 		),
 		client.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 	)
@@ -202,27 +204,4 @@ func arguments(tool mcp.Tool, tools []mcp.Tool) map[string]any {
 		}
 	}
 	return args
-}
-
-// acceptAsIs accepts every elicitation and fills in nothing, as a user who
-// submits a form as it is shown: the form's defaults are the answer.
-type acceptAsIs struct{}
-
-func (acceptAsIs) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	fmt.Fprintf(os.Stderr, "elicitation: %q accepted as shown\n", req.Params.Message)
-	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
-		Action:  mcp.ElicitationResponseActionAccept,
-		Content: map[string]any{},
-	}}, nil
-}
-
-// fixedAnswer answers every sampling request with the same text.
-type fixedAnswer struct{}
-
-func (fixedAnswer) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("ok")},
-		Model:           "none",
-		StopReason:      "endTurn",
-	}, nil
 }

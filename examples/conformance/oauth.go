@@ -18,13 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+
+	"github.com/resilientmcp/resilientmcp/examples/conformance/internal/user"
 )
 
 // clientMetadataURL is this client's ID metadata document: the URL the
@@ -96,7 +97,7 @@ func oauthConfig(raw string) (client.OAuthConfig, error) {
 		ClientMetadataURL: clientMetadataURL,
 		SigningAlgorithm:  ctx.SigningAlgorithm,
 		RedirectURI:       "http://127.0.0.1:8976/callback",
-		Authorize:         headless,
+		Authorize:         user.Browser,
 	}
 	if ctx.IdPIDToken != "" {
 		cfg.Enterprise = &client.EnterpriseAuthorization{
@@ -127,24 +128,4 @@ func oauthConfig(raw string) (client.OAuthConfig, error) {
 		cfg.PrivateKey = signer
 	}
 	return cfg, nil
-}
-
-// headless is the user's browser: it opens the authorization URL and
-// reports where the authorization server redirected it.
-func headless(ctx context.Context, authURL string) (string, error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if loc == "" {
-		return "", fmt.Errorf("the authorization endpoint answered %s without a redirect", resp.Status)
-	}
-	return loc, nil
 }

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"os"
 	"sort"
@@ -31,6 +30,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/examples/conformance/internal/user"
 )
 
 func main() {
@@ -60,8 +61,8 @@ func run(serverURL string) error {
 		return err
 	}
 	c := mcpclient.NewClient(trans,
-		mcpclient.WithElicitationHandler(acceptAsIs{}),
-		mcpclient.WithSamplingHandler(fixedAnswer{}),
+		mcpclient.WithElicitationHandler(user.AcceptAsIs{}),
+		mcpclient.WithSamplingHandler(user.FixedAnswer{}),
 	)
 	if err := authorized(ctx, func() error { return c.Start(ctx) }); err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -130,7 +131,11 @@ func authorized(ctx context.Context, op func() error) error {
 	if err != nil {
 		return err
 	}
-	callback, err := headless(ctx, authURL)
+	loc, err := user.Browser(ctx, authURL)
+	if err != nil {
+		return err
+	}
+	callback, err := url.Parse(loc)
 	if err != nil {
 		return err
 	}
@@ -139,26 +144,6 @@ func authorized(ctx context.Context, op func() error) error {
 		return fmt.Errorf("authorization response: %w", err)
 	}
 	return op()
-}
-
-// headless is the user's browser: it opens the authorization URL and
-// reports where the authorization server redirected it.
-func headless(ctx context.Context, authURL string) (*url.URL, error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	loc := resp.Header.Get("Location")
-	if loc == "" {
-		return nil, fmt.Errorf("the authorization endpoint answered %s without a redirect", resp.Status)
-	}
-	return url.Parse(loc)
 }
 
 // arguments makes up a value for each property of a tool's input schema,
@@ -194,25 +179,4 @@ func arguments(schema mcp.ToolInputSchema) map[string]any {
 		}
 	}
 	return args
-}
-
-// acceptAsIs accepts every elicitation and fills in nothing.
-type acceptAsIs struct{}
-
-func (acceptAsIs) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
-		Action:  mcp.ElicitationResponseActionAccept,
-		Content: map[string]any{},
-	}}, nil
-}
-
-// fixedAnswer answers every sampling request with the same text.
-type fixedAnswer struct{}
-
-func (fixedAnswer) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("ok")},
-		Model:           "none",
-		StopReason:      "endTurn",
-	}, nil
 }
