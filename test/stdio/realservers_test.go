@@ -2,7 +2,6 @@ package stdio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,19 +175,7 @@ func TestStdioRealServersSIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Wait()
-			for _, err := range safeFailures {
-				t.Errorf("a safe call failed: %v", err)
-			}
-			for _, err := range failures {
-				if !errors.Is(err, client.ErrOutcomeUnknown) && !errors.Is(err, client.ErrUnavailable) {
-					t.Errorf("an untyped failure: %v", err)
-				}
-			}
-			for m, n := range sent(t, log) {
-				if n > 1 {
-					t.Errorf("%s sent %d times", m, n)
-				}
-			}
+			checkKilledUnderLoad(t, safeFailures, failures, sent(t, log), "sent")
 			st := c.Stats()
 			t.Logf("unsafe failures %d; restarts %d; last exit %v", len(failures), st.Restarts, st.LastExit)
 			if st.Restarts < 1 {

@@ -166,19 +166,7 @@ func TestStdioSIGKILLUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	for _, err := range safeFailed {
-		t.Errorf("a safe call failed: %v", err)
-	}
-	for _, err := range unsafeFailed {
-		if !errors.Is(err, client.ErrOutcomeUnknown) && !errors.Is(err, client.ErrUnavailable) {
-			t.Errorf("an untyped failure: %v", err)
-		}
-	}
-	for id, n := range ranCounts(t, log) {
-		if n > 1 {
-			t.Errorf("append %s ran %d times", id, n)
-		}
-	}
+	checkKilledUnderLoad(t, safeFailed, unsafeFailed, ranCounts(t, log), "ran")
 	st := c.Stats()
 	if st.Restarts < 1 || st.LastExit.Signal != syscall.SIGKILL {
 		t.Errorf("Stats: Restarts %d, LastExit %v; want a restart after SIGKILL", st.Restarts, st.LastExit)
@@ -752,4 +740,25 @@ func TestStdioSchemasAsTheServerSentThem(t *testing.T) {
 		return
 	}
 	t.Fatal("the server listed no tool shape")
+}
+
+// checkKilledUnderLoad is what the callers of a server killed under their
+// calls must have seen: every safe call answered, every failure of the
+// others ErrOutcomeUnknown or ErrUnavailable, and no unsafe call run
+// (or sent, as counted says) twice.
+func checkKilledUnderLoad(t *testing.T, safeFailed, unsafeFailed []error, counted map[string]int, how string) {
+	t.Helper()
+	for _, err := range safeFailed {
+		t.Errorf("a safe call failed: %v", err)
+	}
+	for _, err := range unsafeFailed {
+		if !errors.Is(err, client.ErrOutcomeUnknown) && !errors.Is(err, client.ErrUnavailable) {
+			t.Errorf("an untyped failure: %v", err)
+		}
+	}
+	for id, n := range counted {
+		if n > 1 {
+			t.Errorf("%s %s %d times", id, how, n)
+		}
+	}
 }
