@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,24 +160,7 @@ func TestEnterpriseIdentityProviderDown(t *testing.T) {
 	e.MustEcho("authorized")
 	e.idp.SetDown(true)
 	time.Sleep(1200 * time.Millisecond) // the token and the ID-JAG expire
-	var wg sync.WaitGroup
-	var unavailable atomic.Int32
-	for range 16 {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			defer cancel()
-			_, err := rig.CallTool(ctx, e.C, "increment", nil)
-			if errors.Is(err, client.ErrUnavailable) && !errors.Is(err, client.ErrAuthorizationRequired) && !errors.Is(err, client.ErrOutcomeUnknown) {
-				unavailable.Add(1)
-			} else {
-				t.Errorf("call during the outage = %v; want ErrUnavailable", err)
-			}
-		})
-	}
-	wg.Wait()
-	if runs := e.Srv.ToolRuns("increment"); runs != 0 || unavailable.Load() != 16 {
-		t.Errorf("increment ran %d times, %d calls were ErrUnavailable; want 0 and 16", runs, unavailable.Load())
-	}
+	callsWaitOutAnOutage(t, e.Rig)
 	down := e.idp.Stats().TokenRequestsWhileDown
 	grants := e.as.Stats().JWTBearerGrants
 	e.idp.SetDown(false)

@@ -103,24 +103,7 @@ func TestF23OAuthServerDownWhenTheTokenExpires(t *testing.T) {
 	o.MustEcho("authorized")
 	o.as.SetDown(true)
 	time.Sleep(1200 * time.Millisecond) // the token expires
-	var wg sync.WaitGroup
-	var unavailable atomic.Int32
-	for range 16 {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			defer cancel()
-			_, err := rig.CallTool(ctx, o.C, "increment", nil)
-			if errors.Is(err, client.ErrUnavailable) && !errors.Is(err, client.ErrAuthorizationRequired) && !errors.Is(err, client.ErrOutcomeUnknown) {
-				unavailable.Add(1)
-			} else {
-				t.Errorf("call during the outage = %v; want ErrUnavailable", err)
-			}
-		})
-	}
-	wg.Wait()
-	if runs := o.Srv.ToolRuns("increment"); runs != 0 || unavailable.Load() != 16 {
-		t.Errorf("increment ran %d times, %d calls were ErrUnavailable; want 0 and 16", runs, unavailable.Load())
-	}
+	callsWaitOutAnOutage(t, o.Rig)
 	down := o.as.Stats().TokenRequestsWhileDown
 	o.as.SetDown(false)
 	if err := o.Increment(); err != nil {
@@ -289,5 +272,31 @@ func TestOAuthAStoredTokenRefusedTooIsRenewed(t *testing.T) {
 	}
 	if n := after.Refreshes - before.Refreshes; n != 1 || after.ReuseDetected != 0 || after.Authorizations != 1 || browser.Opened.Load() != 1 {
 		t.Errorf("%d refreshes, %d reuses, %d authorizations (user asked %d times); want 1, 0, 1, 1", n, after.ReuseDetected, after.Authorizations, browser.Opened.Load())
+	}
+}
+
+// callsWaitOutAnOutage makes 16 calls of the non-idempotent increment,
+// each with 500 ms to live, while the server that gives tokens is down:
+// each must end ErrUnavailable (it did not run), never
+// ErrAuthorizationRequired or ErrOutcomeUnknown, and none may have run.
+func callsWaitOutAnOutage(t *testing.T, r *rig.Rig) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var unavailable atomic.Int32
+	for range 16 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			_, err := rig.CallTool(ctx, r.C, "increment", nil)
+			if errors.Is(err, client.ErrUnavailable) && !errors.Is(err, client.ErrAuthorizationRequired) && !errors.Is(err, client.ErrOutcomeUnknown) {
+				unavailable.Add(1)
+			} else {
+				t.Errorf("call during the outage = %v; want ErrUnavailable", err)
+			}
+		})
+	}
+	wg.Wait()
+	if runs := r.Srv.ToolRuns("increment"); runs != 0 || unavailable.Load() != 16 {
+		t.Errorf("increment ran %d times, %d calls were ErrUnavailable; want 0 and 16", runs, unavailable.Load())
 	}
 }
