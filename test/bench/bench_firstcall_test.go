@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -110,24 +109,8 @@ func BenchmarkFirstCall(b *testing.B) {
 		return took, srv.RPCs("initialize") - beforeInits, srv.HTTPRequests("DELETE") - beforeDeletes
 	}
 	raw := func() time.Duration {
-		start := time.Now()
 		//lint:ignore SA1019 the session era's GET stream, as ours opens it
-		c, err := mcpclient.NewStreamableHttpClient(srv.URL(), transport.WithContinuousListening(),
-			transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		if err := c.Start(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.Initialize(context.Background(), rig.BenchInit()); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.CallTool(context.Background(), req); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(start)
+		return freshCall(b, srv.URL(), req, transport.WithContinuousListening(), transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	}
 	var took [2]time.Duration
 	var inits, deletes int64

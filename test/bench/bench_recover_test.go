@@ -8,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
@@ -159,10 +160,11 @@ func restartWhileCalling(b *testing.B, srv *testserver.Server, downtime time.Dur
 	return up, before, <-done
 }
 
-// freshCall times a new raw mcp-go client's start, initialize and one call.
-func freshCall(b *testing.B, url string, req mcp.CallToolRequest) time.Duration {
+// freshCall times a new raw mcp-go client's start, initialize and one
+// call, its transport made with opts.
+func freshCall(b *testing.B, url string, req mcp.CallToolRequest, opts ...transport.StreamableHTTPCOption) time.Duration {
 	start := time.Now()
-	c, err := mcpclient.NewStreamableHttpClient(url)
+	c, err := mcpclient.NewStreamableHttpClient(url, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
