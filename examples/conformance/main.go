@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -160,46 +159,17 @@ func inputSchema(tool mcp.Tool) map[string]any {
 	return t.InputSchema
 }
 
-// arguments makes up a value for each property of a tool's input schema.
-// A schema object is the input schema of the first other tool listed.
+// arguments makes up a value for each property of a tool's input schema
+// (user.Arguments). A schema object is the input schema of the first other
+// tool listed, as the client saw it.
 func arguments(tool mcp.Tool, tools []mcp.Tool) map[string]any {
-	schema := inputSchema(tool)
-	props, _ := schema["properties"].(map[string]any)
-	args := map[string]any{}
-	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for i, name := range names {
-		prop, _ := props[name].(map[string]any)
-		if def, ok := prop["default"]; ok {
-			args[name] = def
-			continue
-		}
-		switch prop["type"] {
-		case "number", "integer":
-			args[name] = i + 1
-		case "boolean":
-			args[name] = true
-		case "array":
-			args[name] = []any{}
-		case "object":
-			args[name] = map[string]any{}
-			if name != "schema" {
-				continue
-			}
-			for _, other := range tools {
-				if other.Name != tool.Name {
-					args[name] = inputSchema(other)
-					break
-				}
-			}
-		default:
-			if enum, ok := prop["enum"].([]any); ok && len(enum) > 0 {
-				args[name] = enum[0]
-			} else {
-				args[name] = "test"
+	props, _ := inputSchema(tool)["properties"].(map[string]any)
+	args := user.Arguments(props)
+	if prop, _ := props["schema"].(map[string]any); prop["type"] == "object" {
+		for _, other := range tools {
+			if other.Name != tool.Name {
+				args["schema"] = inputSchema(other)
+				break
 			}
 		}
 	}

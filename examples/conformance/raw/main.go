@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -81,7 +80,7 @@ func run(serverURL string) error {
 	for _, tool := range tools.Tools {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = tool.Name
-		req.Params.Arguments = arguments(tool.InputSchema)
+		req.Params.Arguments = user.Arguments(tool.InputSchema.Properties)
 		var out *mcp.CallToolResult
 		err := authorized(ctx, func() (err error) { out, err = c.CallTool(ctx, req); return err })
 		fmt.Fprintf(os.Stderr, "tools/call %s: error %v, tool failed %t\n", tool.Name, err, err == nil && out.IsError)
@@ -144,39 +143,4 @@ func authorized(ctx context.Context, op func() error) error {
 		return fmt.Errorf("authorization response: %w", err)
 	}
 	return op()
-}
-
-// arguments makes up a value for each property of a tool's input schema,
-// as examples/conformance does.
-func arguments(schema mcp.ToolInputSchema) map[string]any {
-	args := map[string]any{}
-	names := make([]string, 0, len(schema.Properties))
-	for name := range schema.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for i, name := range names {
-		prop, _ := schema.Properties[name].(map[string]any)
-		if def, ok := prop["default"]; ok {
-			args[name] = def
-			continue
-		}
-		switch prop["type"] {
-		case "number", "integer":
-			args[name] = i + 1
-		case "boolean":
-			args[name] = true
-		case "array":
-			args[name] = []any{}
-		case "object":
-			args[name] = map[string]any{}
-		default:
-			if enum, ok := prop["enum"].([]any); ok && len(enum) > 0 {
-				args[name] = enum[0]
-			} else {
-				args[name] = "test"
-			}
-		}
-	}
-	return args
 }

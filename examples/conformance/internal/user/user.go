@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -54,4 +55,40 @@ func (FixedAnswer) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mc
 		Model:           "none",
 		StopReason:      "endTurn",
 	}, nil
+}
+
+// Arguments makes up a value for each property of a tool's input schema
+// (its "properties"), as a user filling in a form would: the default where
+// there is one, else the first of an enum, else a value of the type.
+func Arguments(props map[string]any) map[string]any {
+	args := map[string]any{}
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		prop, _ := props[name].(map[string]any)
+		if def, ok := prop["default"]; ok {
+			args[name] = def
+			continue
+		}
+		switch prop["type"] {
+		case "number", "integer":
+			args[name] = i + 1
+		case "boolean":
+			args[name] = true
+		case "array":
+			args[name] = []any{}
+		case "object":
+			args[name] = map[string]any{}
+		default:
+			if enum, ok := prop["enum"].([]any); ok && len(enum) > 0 {
+				args[name] = enum[0]
+			} else {
+				args[name] = "test"
+			}
+		}
+	}
+	return args
 }
