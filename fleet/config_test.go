@@ -165,19 +165,19 @@ func TestExpand(t *testing.T) {
 	}
 	x := &expander{ctx: context.Background(), lookup: os.LookupEnv, resolve: resolve}
 	for in, want := range map[string]string{
-		"plain":                                 "plain",
-		"${FLEET_A}":                            "a",
-		"x-${env:FLEET_A}-y":                    "x-a-y",
-		"${FLEET_UNSET:-dflt}":                  "dflt",
-		"${FLEET_EMPTY:-dflt}":                  "dflt",
-		"${FLEET_EMPTY}":                        "",
-		"${env:FLEET_UNSET | value:lit}":        "lit",
-		"${env:FLEET_EMPTY|env:FLEET_A}":        "a",
-		"${env:FLEET_A | value:lit}":            "a",
-		"${input:token}":                        "input=token",
-		"${op://vault/item}":                    "op=//vault/item",
-		"${env:FLEET_UNSET | input:tok}":        "input=tok",
-		"${FLEET_A}${FLEET_A}":                  "aa",
+		"plain":                                "plain",
+		"${FLEET_A}":                           "a",
+		"x-${env:FLEET_A}-y":                   "x-a-y",
+		"${FLEET_UNSET:-dflt}":                 "dflt",
+		"${FLEET_EMPTY:-dflt}":                 "dflt",
+		"${FLEET_EMPTY}":                       "",
+		"${env:FLEET_UNSET | value:lit}":       "lit",
+		"${env:FLEET_EMPTY|env:FLEET_A}":       "a",
+		"${env:FLEET_A | value:lit}":           "a",
+		"${input:token}":                       "input=token",
+		"${op://vault/item}":                   "op=//vault/item",
+		"${env:FLEET_UNSET | input:tok}":       "input=tok",
+		"${FLEET_A}${FLEET_A}":                 "aa",
 		"no ${FLEET_A} re-expansion of ${HOME": "",
 	} {
 		got, err := x.expand(in)

@@ -149,7 +149,7 @@ type Fleet struct {
 	routes    map[string]key // tool name → server and its own name
 	prompts   map[string]key // prompt name → server and its own name
 	resources map[string]string
-	notify    *time.Timer // WithToolsChanged's, while a burst is on
+	notify    *time.Timer    // WithToolsChanged's, while a burst is on
 	notifying sync.WaitGroup // the notify timer's function, armed or running
 }
 
