@@ -139,7 +139,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: newObservers(o.observers, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: newObservers(o.observing, u)}
 	c.elicitationDefaults = elicitationDefaults
 	if err := c.configureTransport(u); err != nil {
 		return nil, err

@@ -32,11 +32,12 @@ type observers struct {
 	deadlines *sharedDeadlines
 }
 
-func newObservers(list []Observer, endpoint *url.URL) *observers {
-	if len(list) == 0 {
+func newObservers(ob *observing, endpoint *url.URL) *observers {
+	if ob == nil || len(ob.list) == 0 {
 		return nil
 	}
-	o := &observers{list: list, server: Server{Address: endpoint.Hostname(), Transport: "tcp"}}
+	list := ob.list
+	o := &observers{list: list, server: Server{Name: ob.serverName, Address: endpoint.Hostname(), Transport: "tcp"}}
 	o.server.Port, _ = strconv.Atoi(endpoint.Port())
 	switch {
 	case endpoint.Scheme == "stdio":

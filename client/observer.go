@@ -17,8 +17,38 @@ func WithObserver(o Observer) Option {
 			o2.invalidf("WithObserver(nil)")
 			return
 		}
-		o2.observers = append(o2.observers, o)
+		o2.observing = o2.observing.with(func(ob *observing) { ob.list = append(ob.list, o) })
 	})
+}
+
+// WithServerName names the server for the observers: every CallInfo's and
+// event's Server carries it as Name (otelmcp's attribute
+// resilientmcp.server.name), to tell apart the servers of an agent that
+// has several (package fleet sets it to the server's name in the config).
+// Default "".
+func WithServerName(name string) Option {
+	return optionFunc(func(o *options) {
+		o.observing = o.observing.with(func(ob *observing) { ob.serverName = name })
+	})
+}
+
+// observing is what the observers are told, given by options: kept behind
+// a pointer, so that a client without observers does not carry it.
+type observing struct {
+	list       []Observer
+	serverName string
+}
+
+// with is a copy of ob (or a new one) changed by f: options are applied to
+// a fresh options on each New, and never share what they change.
+func (ob *observing) with(f func(*observing)) *observing {
+	out := &observing{}
+	if ob != nil {
+		*out = *ob
+		out.list = append([]Observer(nil), ob.list...)
+	}
+	f(out)
+	return out
 }
 
 // The observer's vocabulary lives in package observe, as grpc-go's stats

@@ -56,7 +56,7 @@ type options struct {
 	retryToolCall    func(mcp.Tool) bool
 	retryableRPC     []int // WithRetryableRPCCodes
 	stateHandler     func(from, to State)
-	observers        []Observer
+	observing        *observing // WithObserver's and WithServerName's; nil if neither was given
 	logger           *slog.Logger
 	maxResponseBytes int64
 	keepIdleConn     bool

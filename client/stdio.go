@@ -99,7 +99,7 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
 	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger, notifications: newDispatcher(),
-		obs: newObservers(o.observers, &url.URL{Scheme: "stdio", Host: filepath.Base(command)})}
+		obs: newObservers(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)})}
 	if c.obs != nil {
 		c.obs.server.Port = 0
 	}

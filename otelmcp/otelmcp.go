@@ -122,6 +122,10 @@ const (
 	// and reads: "hit" within the server's ttlMs (nothing was sent),
 	// "stale" in place of the error its attempts met (client.WithMaxStale).
 	CacheKey = attribute.Key("resilientmcp.cache")
+	// ServerNameKey is the server's name in the agent's config
+	// (client.WithServerName, set by package fleet), on every span and
+	// metric point of a client given one.
+	ServerNameKey = attribute.Key("resilientmcp.server.name")
 )
 
 // An Option configures NewObserver. Options are immutable values.
@@ -377,6 +381,9 @@ func targetOf(info observe.CallInfo) string {
 // network.protocol.name http; over stdio (network.transport pipe) the
 // command, with no port and no HTTP.
 func appendServer(attrs []attribute.KeyValue, s observe.Server) []attribute.KeyValue {
+	if s.Name != "" {
+		attrs = append(attrs, ServerNameKey.String(s.Name))
+	}
 	if s.Transport == "pipe" {
 		return append(attrs, semconv.ServerAddressKey.String(s.Address), semconv.NetworkTransportPipe)
 	}

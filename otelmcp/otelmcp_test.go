@@ -567,3 +567,28 @@ func TestStdioCallSpan(t *testing.T) {
 	wantNoAttr(t, spans[0], semconv.ServerPortKey)
 	wantNoAttr(t, spans[0], semconv.NetworkProtocolNameKey)
 }
+
+// A client given a server name (as package fleet gives each of its
+// servers') has its spans carry it, beside where the server is; the
+// observers are told it in Server.Name. Without one there is no attribute.
+func TestServerNameAttribute(t *testing.T) {
+	tm := newTelemetry(t)
+	command, env := stdioServer(t)
+	c, err := client.NewStdio(command, nil, tm.options()[0], env, client.WithServerName("files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "echo", map[string]any{"text": "hi"}
+	if _, err := c.CallTool(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	spans := tm.callSpans("tools/call echo")
+	if len(spans) != 1 {
+		t.Fatalf("%d tools/call echo spans, want 1", len(spans))
+	}
+	wantAttrs(t, spans[0], otelmcp.ServerNameKey.String("files"), semconv.ServerAddressKey.String(filepath.Base(command)))
+}

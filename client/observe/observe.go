@@ -130,6 +130,9 @@ type CallInfo struct {
 // its port or the scheme's, and "tcp"; over stdio (client.NewStdio), the
 // command's base name, no port, and "pipe". A plain value.
 type Server struct {
+	// Name is the server's name in the agent's config (client.WithServerName;
+	// package fleet sets it), "" if it was not given.
+	Name      string
 	Address   string
 	Port      int    // 0 over stdio
 	Transport string // "tcp" (HTTP) or "pipe" (stdio)
