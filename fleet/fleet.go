@@ -381,6 +381,7 @@ func (f *Fleet) newClient(ctx context.Context, m *member) (*client.ResilientClie
 	}
 	opts := []client.Option{
 		client.WithLogger(f.opts.logger.With("server", m.name)),
+		client.WithServerName(m.name),
 		client.WithBackOff(retrySchedule),
 	}
 	if s.KeepAlive > 0 {
