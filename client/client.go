@@ -189,6 +189,9 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 		// out with keys the private answers it brings (listings.go).
 		beneath = c.credentials.wrap(beneath)
 	}
+	// WithHeaders' headers on every request, those mcp-go sends without
+	// them too (the session's DELETE at Close).
+	beneath = wire.WithHeaders(beneath, o.headers)
 	tr.SendThrough(beneath)
 	if layer := c.authLayer(beneath, u); layer != nil {
 		tr.SendThrough(layer)
