@@ -114,7 +114,7 @@ func WithResolver(r Resolver) Option {
 
 // WithLogger logs the fleet's servers coming up and going down, and is
 // each server's client's logger (with attribute server=<name>). Secrets
-// are never logged. Default: slog.Default's handler, discarding debug.
+// are never logged. Default: nothing is logged, as the client's default.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }
@@ -186,7 +186,7 @@ func New(cfg Config, opts ...Option) (*Fleet, error) {
 		f.opts.toolName = DefaultToolName
 	}
 	if f.opts.logger == nil {
-		f.opts.logger = slog.Default()
+		f.opts.logger = slog.New(slog.DiscardHandler)
 	}
 	for name, s := range cfg.Servers {
 		if s.Disabled {
@@ -282,7 +282,7 @@ func (f *Fleet) run(startCtx context.Context, m *member) {
 			ctx, cancel := context.WithTimeout(f.ctx, m.timeout())
 			changed, err := f.list(ctx, m, false)
 			cancel()
-			if err != nil {
+			if err != nil && f.ctx.Err() == nil {
 				f.opts.logger.Warn("fleet: listing tools after tools/list_changed", "server", m.name, "err", err)
 			}
 			if changed {
