@@ -170,6 +170,9 @@ type member struct {
 	listed []mcp.Tool // the last listing, filtered
 	stale  bool
 	err    error
+	// The last prompts and resources listed (prompts.go).
+	prompts   []mcp.Prompt
+	resources []mcp.Resource
 }
 
 // New checks cfg and returns a Fleet of its enabled servers. Like

@@ -453,3 +453,38 @@ func processesWith(entry string) []string {
 	}
 	return pids
 }
+
+// Prompts are merged and named as tools are; resources keep their URIs and
+// are read from the server that listed them; neither needs a listing first.
+func TestPromptsAndResources(t *testing.T) {
+	goSDK, mcpGo := startGoSDK(t), startMCPGo(t, "mcpgo", "", "")
+	f, err, _ := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
+		"gosdk": {URL: goSDK.URL()}, "mcpgo": {URL: mcpGo.URL()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 20*time.Second)
+	req := mcp.GetPromptRequest{}
+	req.Params.Name, req.Params.Arguments = "gosdk__greet", map[string]string{"name": "fleet"}
+	if res, err := f.GetPrompt(ctx, req); err != nil || len(res.Messages) == 0 {
+		t.Fatalf("GetPrompt before any listing: %v %v", res, err)
+	}
+	prompts, err := f.ListPrompts(ctx)
+	if err != nil || !slices.ContainsFunc(prompts.Prompts, func(p mcp.Prompt) bool { return p.Name == "gosdk__greet" }) {
+		t.Fatalf("ListPrompts: %+v %v", prompts, err)
+	}
+	resources, err := f.ListResources(ctx)
+	if err != nil || len(resources.Resources) == 0 {
+		t.Fatalf("ListResources: %+v %v", resources, err)
+	}
+	read := mcp.ReadResourceRequest{}
+	read.Params.URI = resources.Resources[0].URI
+	if res, err := f.ReadResource(ctx, read); err != nil || len(res.Contents) == 0 {
+		t.Errorf("ReadResource %s: %v %v", read.Params.URI, res, err)
+	}
+	read.Params.URI = "nowhere://x"
+	if _, err := f.ReadResource(ctx, read); !errors.Is(err, fleet.ErrUnknownResource) {
+		t.Errorf("unknown URI: %v", err)
+	}
+}
