@@ -461,10 +461,13 @@ func (f *Fleet) list(ctx context.Context, m *member, failFast bool) (changed boo
 		return false, err
 	}
 	tools := m.cfg.filter(res.Tools)
-	_, stale := client.Stale(res.Meta)
+	age, stale := client.Stale(res.Meta)
 	changed = !m.ready || !sameTools(m.listed, tools)
 	m.listed, m.stale = tools, stale
-	if m.ready {
+	switch {
+	case stale:
+		m.err = fmt.Errorf("%w: the server did not answer tools/list; its listing of %v ago is served", client.ErrUnavailable, age.Round(time.Millisecond))
+	case m.ready:
 		m.err = nil
 	}
 	m.mu.Unlock()
