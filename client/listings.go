@@ -318,51 +318,55 @@ type listingSpec[T any] struct {
 // (WithListingCache(false)), it is call.
 func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) (T, error) {
 	if c.opts.listingCacheOff {
-		return call(ctx, c, sp.method, "", sp.fetch)
+		return mcpCall(ctx, c, sp.method, "", sp.fetch)
 	}
-	var zero T
 	fresh := false
 	if o := callOptionsOf(ctx); o != nil {
 		// A call with an invalid option fails with it (run), cached or not.
 		fresh = o.fresh || o.invalid != nil
 	}
-	ctx, err := c.begin(ctx, string(sp.method), "")
-	if err != nil {
-		return zero, err
-	}
 	if !fresh {
 		if res, ok := cachedFresh(c, sp); ok {
-			c.stats.cacheHits.Add(1)
-			c.obs.fromCache(ctx, false)
-			return res, c.end(ctx, nil)
+			if err := c.call(ctx, string(sp.method), "", nil); err != nil { // answered by the cache
+				var zero T
+				return zero, err
+			}
+			return res, nil
 		}
 	}
-	c.tools.mu.Lock()
-	gen := c.listingGenLocked(sp.kind)
-	c.tools.mu.Unlock()
 	var out T
-	var server string
-	err = c.account(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
-		var err error
-		out, err = sp.fetch(ctx, s.mc)
-		server = serverIdentity(s)
-		return err
-	})
-	if err == nil {
-		if info := (*sp.meta(out)).ServerInfo(); info != nil {
-			// 2026-07-28's servers name themselves in every result: a
-			// restart into another version shows here, in an era that
-			// opens no session to show it.
-			server = info.Name + " " + info.Version
+	err := c.call(ctx, string(sp.method), "", func(ctx context.Context) error {
+		c.tools.mu.Lock()
+		gen := c.listingGenLocked(sp.kind)
+		c.tools.mu.Unlock()
+		var server string
+		err := c.run(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
+			var err error
+			out, err = sp.fetch(ctx, s.mc)
+			server = serverIdentity(s)
+			return err
+		})
+		if err == nil {
+			if info := (*sp.meta(out)).ServerInfo(); info != nil {
+				// 2026-07-28's servers name themselves in every result: a
+				// restart into another version shows here, in an era that
+				// opens no session to show it.
+				server = info.Name + " " + info.Version
+			}
+			c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
+			return nil
 		}
-		c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
-		return out, c.end(ctx, nil)
-	}
-	if res, ok := staleAnswer(ctx, c, sp, err); ok {
+		res, ok := staleAnswer(ctx, c, sp, err)
+		if !ok {
+			var zero T
+			out = zero
+			return err
+		}
+		out = res
 		c.obs.fromCache(ctx, true)
-		return res, c.end(ctx, nil)
-	}
-	return zero, c.end(ctx, err)
+		return nil
+	})
+	return out, err
 }
 
 // cachedFresh is the cached answer to serve within its ttl, if there is one.

@@ -165,15 +165,13 @@ func (o *observers) start(ctx context.Context, method, tool string) context.Cont
 	return &callTrace{Context: ctx, o: o}
 }
 
-// endCall tells the observers how the call ctx (startCall's) ended, and
-// returns err.
-func (o *observers) endCall(ctx context.Context, err error) error {
+// endCall tells the observers how the call ctx (startCall's) ended.
+func (o *observers) endCall(ctx context.Context, err error) {
 	if o != nil {
 		if ct, ok := ctx.(*callTrace); ok {
 			ct.end(err)
 		}
 	}
-	return err
 }
 
 func (ct *callTrace) end(err error) {

@@ -39,8 +39,10 @@ func (e *ProgressTimeoutError) Is(target error) bool { return target == context.
 // context that ends, with context.DeadlineExceeded, when no progress has
 // come for idle while a request of the call is out. Contexts derived from
 // it hook into the cancelCtx it embeds, without a goroutine. A call made
-// through the call path holds it in its callState (governedState), so that
-// the call's state, its context and its token are one allocation.
+// through the call path holds it in its callRun (governedRun), so that the
+// call's state, its context and its token are one allocation; bound (call.go)
+// sets it up. Its token goes into the call's requests on their way out, as
+// a byte edit (RewriteRequest), whatever the method.
 //
 // A progressCall is safe for concurrent use: the call's goroutine, the
 // session's reader (progress), the registry's idle clock and its delivery
@@ -70,8 +72,6 @@ type progressCall struct {
 	// belongs to the call. Guarded by mu.
 	mu         sync.Mutex // guards the fields below; a leaf
 	token, key string
-	typed      bool                       // the method put the token in its typed request: requests need no rewrite
-	meta       mcp.Meta                   // the typed request's _meta, with the client's token (withToken)
 	queue      []mcp.ProgressNotification // for onProgress, in order
 	delivering bool                       // a goroutine is calling onProgress
 	finished   bool                       // the call is returning: nothing more is queued
@@ -100,42 +100,6 @@ func (c *ResilientClient) governs(o *callOptions) (idle time.Duration, onProgres
 		onProgress = o.onProgress
 	}
 	return idle, onProgress, idle > 0 || onProgress != nil
-}
-
-// govern returns the call's context with its progress followed, and the
-// progressCall (nil when the call is neither governed by progress nor
-// followed by OnProgress), for a call that holds no callState (a task
-// call); end it with the CancelFunc.
-func (c *ResilientClient) govern(ctx context.Context, o *callOptions) (context.Context, *progressCall, context.CancelFunc) {
-	idle, onProgress, ok := c.governs(o)
-	if !ok {
-		ctx, cancel := c.callContext(ctx)
-		return ctx, nil, cancel
-	}
-	p := new(progressCall)
-	c.follow(ctx, p, idle, onProgress)
-	return p, p, p.end
-}
-
-// follow makes p, a zero progressCall, the context of a call made with ctx,
-// governed by idle and followed by onProgress, as governs said. The
-// absolute bound of a call governed by progress is the shorter of ctx's
-// deadline and WithMaxCallDuration. End it with p.end.
-func (c *ResilientClient) follow(ctx context.Context, p *progressCall, idle time.Duration, onProgress func(mcp.ProgressNotification)) {
-	p.reg, p.idle, p.onProgress, p.start = c.progressCalls(), idle, onProgress, time.Now()
-	if idle == 0 {
-		// Followed for OnProgress only: nothing of the client's ends the
-		// call, so its context needs no cancelling of its own.
-		p.Context, p.stop = c.callContext(ctx)
-		return
-	}
-	bounded := ctx
-	if d, ok := ctx.Deadline(); !ok || d.After(p.start.Add(c.opts.maxCallDuration)) {
-		bounded, p.stop = context.WithTimeout(ctx, c.opts.maxCallDuration)
-	}
-	// else the caller's deadline is the shorter bound: no context of our
-	// own for it.
-	p.Context, p.cancel = context.WithCancelCause(bounded)
 }
 
 // end ends the call's progress (finish) and its contexts.
@@ -251,48 +215,6 @@ func (p *progressCall) finish() {
 	p.delivered.Wait()
 }
 
-// progressKey finds a call's progressCall in the contexts derived from it.
-type progressKey struct{}
-
-// Value answers for progressKey, and passes every other key on.
-func (p *progressCall) Value(key any) any {
-	if key == (progressKey{}) {
-		return p
-	}
-	return p.Context.Value(key)
-}
-
-// progressOf is the progressCall of the call ctx belongs to, nil if none.
-func progressOf(ctx context.Context) *progressCall {
-	p, _ := ctx.Value(progressKey{}).(*progressCall)
-	return p
-}
-
-// withToken returns meta with the call's progressToken: meta itself if it
-// has one (which is then the call's), else the call's own _meta, a copy of
-// meta with the client's token. A method that builds its typed request this
-// way spares every request a pass over its body (rewrite).
-func (p *progressCall) withToken(meta *mcp.Meta) *mcp.Meta {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.typed = true
-	switch {
-	case meta == &p.meta:
-		return meta // a replay's request: the token is in
-	case meta != nil && meta.ProgressToken != nil:
-		p.useLocked(meta.ProgressToken)
-		return meta
-	}
-	p.useLocked(nil)
-	// A pointer to the token is the token as JSON encodes it, and is put
-	// in an interface without an allocation.
-	p.meta = mcp.Meta{ProgressToken: &p.token}
-	if meta != nil {
-		p.meta.AdditionalFields = meta.AdditionalFields
-	}
-	return &p.meta
-}
-
 // useLocked makes own, the token a request already carries, the call's;
 // with none, the client's own token for the call, made on first use and
 // kept through replays. It returns the client's token ("" when own is
@@ -318,12 +240,6 @@ func (p *progressCall) useLocked(own any) string {
 // JSON-RPC request gets the call's progressToken in its params._meta,
 // unless it has one of its own, which is then the call's.
 func (p *progressCall) RewriteRequest(req *http.Request) *http.Request {
-	p.mu.Lock()
-	typed := p.typed
-	p.mu.Unlock()
-	if typed {
-		return req
-	}
 	body := requestBody(req)
 	if body == nil {
 		return req
