@@ -350,7 +350,7 @@ func (r *retries) fail(why string, cause error, also ...error) error {
 	if r.MayHaveRun {
 		kind = ErrOutcomeUnknown
 	}
-	return &callError{kind: kind, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
+	return &callError{kind: kind, answered: r.Answered, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
 }
 
 // notTheCallers keeps a context's error out of a call's error chain when

@@ -225,7 +225,8 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
-	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable {
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable &&
+		policy.KeepThroughOutage(c.stdio != nil || prev.mc.GetSessionId() != "") {
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)

@@ -103,6 +103,21 @@ func AfterRecheck(v Verdict, retryable []int) Recheck {
 	return Reopen
 }
 
+// KeepThroughOutage reports whether a session kept while the server could
+// not be reached is only asked whether it survived (a probe) before it goes
+// back into service, rather than replaced by a new one. identified: the
+// session proves which server it is with (an Mcp-Session-Id the server
+// issued, which another program on the port would refuse; a stdio
+// server's own process). A sessionless server proves nothing by answering
+// a probe: another program, or another version, may now listen on the
+// port, and what the client knew of the old one (its identity, listings,
+// the annotations a replay is decided on) would be kept on the new one's
+// behalf. So it is asked who it is: a new session (initialize, or
+// server/discover in the 2026-07-28 era), one round trip, once per outage,
+// made by the pool's dial for every goroutine waiting on it; a changed
+// identity then drops what was known of the old one.
+func KeepThroughOutage(identified bool) bool { return identified }
+
 // AfterProbe decides what a failed probe of the session a call was about
 // to be sent on means for the call: the call was not sent, so the probe's
 // failure is the session's, never the call's outcome (F29). The session is

@@ -26,6 +26,10 @@ type Retries struct {
 	// MayHaveRun: some attempt may have run on the server; the call's
 	// error is then ErrOutcomeUnknown, else ErrUnavailable.
 	MayHaveRun bool
+	// Answered: the server answered the last attempt with a JSON-RPC
+	// error: whatever ends the call, that answer is the server's word,
+	// and a listing is not answered stale in its place (StaleIfError).
+	Answered bool
 	// Revalidate: probe the session before the next send, if it is no
 	// newer than doubtSince (Doubts).
 	Revalidate bool
@@ -83,6 +87,7 @@ func giveUp(why string, also ...error) Action { return Action{End: GiveUp, Why: 
 func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action {
 	r.Sends++
 	r.MayHaveRun = r.MayHaveRun || v.MayHaveRun()
+	r.Answered = v.Class == ServerError && v.RPCAnswer
 	switch v.Class {
 	case Caller:
 		// The caller's context's own error goes in the chain: what mcp-go
