@@ -185,6 +185,13 @@ func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *sess
 		r.AfterClose(v)
 		return r.closed(err)
 	}
+	if policy.Reidentify(v, s.policy()) {
+		// Before the replay decision reads the annotations: the session
+		// goes, the next asks the server who it is, and the tools are
+		// listed again on it.
+		lease.Discard(&lostError{kind: policy.LossUnhealthy, err: err})
+		c.markToolsStale()
+	}
 	safe := func() bool {
 		return policy.SafeToRepeat(p.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
 	}

@@ -68,6 +68,12 @@ func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) 
 	return t, ok, c.tools.fresh == c.tools.gen
 }
 
+// knownToolAnyAge returns the cached tool, current or not.
+func (c *ResilientClient) knownToolAnyAge(name string) (mcp.Tool, bool) {
+	t, ok, _ := c.knownTool(name)
+	return t, ok
+}
+
 // toolSafe decides whether a tools/call whose outcome is unknown may be sent
 // again. A tool the server does not list is not safe: it has no annotations.
 //
@@ -80,8 +86,10 @@ func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) 
 func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
 	t, ok, current := c.knownTool(name)
 	if !ok || !current {
-		last, seen := t, ok
 		if err := c.learnTools(ctx); err != nil {
+			// Re-read: a change of the server's identity meanwhile drops
+			// what was seen of the old one's tools.
+			last, seen := c.knownToolAnyAge(name)
 			if seen {
 				c.log.Warn("could not list the tools to decide a replay; deciding on the last listing seen", "tool", name, "err", describe(err))
 				t = last

@@ -105,10 +105,10 @@ func AfterRecheck(v Verdict, retryable []int) Recheck {
 
 // KeepThroughOutage reports whether a session kept while the server could
 // not be reached is only asked whether it survived (a probe) before it goes
-// back into service, rather than replaced by a new one. identified: the
-// session proves which server it is with (an Mcp-Session-Id the server
-// issued, which another program on the port would refuse; a stdio
-// server's own process). A sessionless server proves nothing by answering
+// back into service, rather than replaced by a new one: only if it proves
+// which server it is with (an Mcp-Session-Id the server issued, which
+// another program on the port would refuse; a stdio server's own
+// process). A sessionless server proves nothing by answering
 // a probe: another program, or another version, may now listen on the
 // port, and what the client knew of the old one (its identity, listings,
 // the annotations a replay is decided on) would be kept on the new one's
@@ -116,7 +116,16 @@ func AfterRecheck(v Verdict, retryable []int) Recheck {
 // server/discover in the 2026-07-28 era), one round trip, once per outage,
 // made by the pool's dial for every goroutine waiting on it; a changed
 // identity then drops what was known of the old one.
-func KeepThroughOutage(identified bool) bool { return identified }
+func KeepThroughOutage(s Session) bool { return !s.Sessionless }
+
+// Reidentify reports whether a failed attempt leaves a sessionless
+// server's identity in doubt: the connection was lost under the request
+// (its outcome unknown), as when the server's process dies, and the
+// program that answers next on the port may be another. The session is
+// replaced (LossUnhealthy: the new one asks the server who it is), and the
+// tools' annotations are listed again, on it, before a replay is decided
+// on them (KeepThroughOutage says why).
+func Reidentify(v Verdict, s Session) bool { return s.Sessionless && v.Class == OutcomeUnknown }
 
 // AfterProbe decides what a failed probe of the session a call was about
 // to be sent on means for the call: the call was not sent, so the probe's
