@@ -131,9 +131,13 @@ func (c *ResilientClient) acquire(ctx context.Context, p *attempts) (*session, e
 		return nil, c.acquireFailed(r, err)
 	}
 	s := lease.Value()
-	if err := c.probeBeforeUse(ctx, s, r.Doubts(s.opened)); err != nil {
+	doubted := r.Doubts(s.opened)
+	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
 		lease.Release()
 		return nil, c.probeFailed(ctx, r, s, err, p.deadline)
+	}
+	if doubted {
+		r.Probed()
 	}
 	r.Revalidate = false
 	return s, nil

@@ -48,6 +48,18 @@ type Retries struct {
 	staleRetried       bool            // the one free retry after a stale pooled connection is spent
 	pauses             backoff.BackOff // made on the first retry that must wait
 	drained            time.Duration   // paused for after answers with a retryable JSON-RPC code (DrainWait)
+	// codeDoubt: the last answer carried a retryable code, and the
+	// session is probed before the resend (Probed); serving: that probe
+	// was answered, so the server serves and its code is its answer.
+	codeDoubt, serving bool
+}
+
+// Probed records that the session the call is about to be sent on
+// answered the probe its doubt asked for (Doubts).
+func (r *Retries) Probed() {
+	if r.codeDoubt {
+		r.serving = true
+	}
 }
 
 // Ending is how a call ends after a failed attempt, if it does.
@@ -209,6 +221,16 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 // pauses it took after them, in all; the call's deadline and the retry
 // budget bound it too.
 //
+// A drain ends; a bug does not. Such an answer only says the server does
+// not serve now if the server answers nothing else either: a gateway whose
+// child restarts answers its probe (ping, server/discover) with the same
+// code. So each resend is preceded by a probe of the session (Doubts,
+// shared by every call waiting on it): a server that answers the probe
+// serves, and the code it answers the call with again is its answer, as
+// is (issue 43: a -32603 from a server that is plainly up came back after
+// 7 s of resends, and in place of a listing, a stale one). One pause, one
+// probe and one resend, instead of nine resends over 7 s.
+//
 // Such an answer (-32603 from a gateway whose stdio child died in a
 // restart) comes back at once and says the server does not serve now, as a
 // 503 does; what ends it is time, the child starting again, not a number of
@@ -255,6 +277,15 @@ func (r *Retries) afterRetryableCode(code int, safe func() bool, deadline time.T
 	if !safe() {
 		return Action{End: GiveUp, Why: join(why, "not safe to repeat"), Refused: true}
 	}
+	if r.serving {
+		// Between two such answers the server answered a probe: it
+		// serves, and the code is its answer to this request (a bug, not
+		// a drain), returned as it is.
+		return Action{End: AsIs}
+	}
+	// Before the resend, the session is asked whether the server serves:
+	// a drain answers the probe as it answered the call.
+	r.codeDoubt, r.Revalidate, r.doubtSince = true, true, time.Now()
 	a := Action{Pause: r.NextPause(), Budget: true}
 	switch {
 	case a.Pause == backoff.Stop:
