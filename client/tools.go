@@ -81,8 +81,9 @@ func (c *ResilientClient) knownToolAnyAge(name string) (mcp.Tool, bool) {
 // restart that took the pool's sessions with it), the decision rests on
 // the last listing seen: tools' annotations rarely change, and a server
 // that changed them announces it (tools/list_changed) or is listed again
-// after the reconnect that brought it. Only a tool never listed is taken
-// as not safe.
+// after the reconnect that brought it. Only a tool never listed, or
+// listed by a server whose identity has since changed, is taken as not
+// safe.
 func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
 	t, ok, current := c.knownTool(name)
 	if !ok || !current {

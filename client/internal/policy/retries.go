@@ -245,11 +245,11 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 // covers several times that, and is the default backoff's longest pause
 // and the retry budget's window. Under the default backoff it is 9 sends
 // at most, about 7 s apart from first to last, each paid from the budget:
-// never a burst. The price: mcp-go's servers answer -32603 to any error of
-// a tool's handler, so a safe tool that fails every time answers its
-// caller after those 7 s, ErrOutcomeUnknown with the server's error in the
-// chain; a caller who wants such answers at once removes the code from
-// the list.
+// never a burst. mcp-go's servers answer -32603 to any error of a tool's
+// handler: a safe tool that fails every time answers its caller after one
+// pause, one probe and one resend (the probe rule above), with the
+// server's error; a caller who wants such answers at once removes the
+// code from the list.
 const DrainWait = 10 * time.Second
 
 // RetryableCode reports whether v is the server's answer with a JSON-RPC
