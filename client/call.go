@@ -118,6 +118,7 @@ type attempts struct {
 	deadline time.Time
 	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
 	tool     string        // "" but for a tools/call
+	sent     time.Time     // when the last attempt was sent
 }
 
 // acquire leases a session for the next attempt, and probes it first if
@@ -152,6 +153,7 @@ func (c *ResilientClient) send(ctx context.Context, p *attempts, s *session, sen
 	if pc != nil {
 		pc.sending()
 	}
+	p.sent = time.Now()
 	err := send(ct.attempt(ctx, s), s)
 	if pc != nil {
 		pc.sent()
@@ -190,11 +192,10 @@ func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *sess
 		return r.closed(err)
 	}
 	if policy.Reidentify(v, s.policy()) {
-		// Before the replay decision reads the annotations: the session
-		// goes, the next asks the server who it is, and the tools are
-		// listed again on it.
-		lease.Discard(&lostError{kind: policy.LossUnhealthy, err: err})
-		c.markToolsStale()
+		// The replay decision does not rest on annotations from before
+		// the loss: the tools are listed again (once, for every call
+		// that needs them).
+		c.doubtTools(p.sent)
 	}
 	safe := func() bool {
 		return policy.SafeToRepeat(p.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })

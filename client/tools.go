@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/singleflight"
@@ -27,6 +28,9 @@ type toolCache struct {
 	tools map[string]mcp.Tool // nil until the tools were first listed
 	gen   uint64              // counts changes announced by the server
 	fresh uint64              // gen of the listing in tools; != gen: stale
+	// doubted is when the annotations were last put in doubt by a lost
+	// connection to a sessionless server (doubtTools).
+	doubted time.Time
 	// listings are the answers to listings and reads, tools/list's among
 	// them: the tools above are theirs (listings.go).
 	listings listingEntries
@@ -56,6 +60,19 @@ func (c *ResilientClient) rememberToolsLocked(tools []mcp.Tool, complete bool, g
 func (c *ResilientClient) markToolsStale() {
 	c.tools.mu.Lock()
 	c.tools.gen++
+	c.tools.mu.Unlock()
+}
+
+// doubtTools marks the cached tools stale after a request sent at sent
+// lost its connection to a sessionless server (policy.Reidentify), unless
+// they were put in doubt since it was sent: the many calls one loss
+// breaks share one listing.
+func (c *ResilientClient) doubtTools(sent time.Time) {
+	c.tools.mu.Lock()
+	if !c.tools.doubted.After(sent) {
+		c.tools.gen++
+		c.tools.doubted = time.Now()
+	}
 	c.tools.mu.Unlock()
 }
 

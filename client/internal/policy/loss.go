@@ -121,10 +121,12 @@ func KeepThroughOutage(s Session) bool { return !s.Sessionless }
 // Reidentify reports whether a failed attempt leaves a sessionless
 // server's identity in doubt: the connection was lost under the request
 // (its outcome unknown), as when the server's process dies, and the
-// program that answers next on the port may be another. The session is
-// replaced (LossUnhealthy: the new one asks the server who it is), and the
-// tools' annotations are listed again, on it, before a replay is decided
-// on them (KeepThroughOutage says why).
+// program that answers next on the port may be another. What the client
+// relies on next is the tools' annotations, for the replay decision: they
+// are listed again before it (one tools/list for every call that needs
+// them), rather than the session replaced, which would cut the other
+// calls in flight on it. An outage that follows replaces the session
+// (KeepThroughOutage), which asks the server who it is.
 func Reidentify(v Verdict, s Session) bool { return s.Sessionless && v.Class == OutcomeUnknown }
 
 // AfterProbe decides what a failed probe of the session a call was about
