@@ -28,9 +28,6 @@ type toolCache struct {
 	tools map[string]mcp.Tool // nil until the tools were first listed
 	gen   uint64              // counts changes announced by the server
 	fresh uint64              // gen of the listing in tools; != gen: stale
-	// doubted is when the annotations were last put in doubt by a lost
-	// connection to a sessionless server (doubtTools).
-	doubted time.Time
 	// listings are the answers to listings and reads, tools/list's among
 	// them: the tools above are theirs (listings.go).
 	listings listingEntries
@@ -65,15 +62,23 @@ func (c *ResilientClient) markToolsStale() {
 
 // doubtTools marks the cached tools stale after a request sent at sent
 // lost its connection to a sessionless server (policy.Reidentify), unless
-// they were put in doubt since it was sent: the many calls one loss
-// breaks share one listing.
+// they are stale already or were listed after it was sent: the many calls
+// one loss breaks share one listing.
 func (c *ResilientClient) doubtTools(sent time.Time) {
+	key := c.toolsSpec(mcp.ListToolsRequest{}, false).key
 	c.tools.mu.Lock()
-	if !c.tools.doubted.After(sent) {
-		c.tools.gen++
-		c.tools.doubted = time.Now()
+	defer c.tools.mu.Unlock()
+	if c.tools.fresh != c.tools.gen {
+		return
 	}
-	c.tools.mu.Unlock()
+	if sl := c.tools.listings.slots[key]; sl != nil {
+		for _, e := range []*listingEntry{sl.public, sl.private} {
+			if e != nil && !e.fromStore && e.fetched.After(sent) {
+				return
+			}
+		}
+	}
+	c.tools.gen++
 }
 
 // knownTool returns the cached tool if the cache has it, and whether the

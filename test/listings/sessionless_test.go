@@ -76,24 +76,15 @@ func helperCommand(*testing.T) (string, []string) {
 // connections; it is killed when the test ends.
 func startServer(t *testing.T, p program, port int, env ...string) *serverProc {
 	t.Helper()
-	name, args := p.start(t)
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(append(append(os.Environ(), "LISTINGS_SESSIONLESS_SERVER=1", "PORT="+strconv.Itoa(port)), p.env...), env...)
 	log, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	sp, err := spawn(t, p, port, log, env...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &serverProc{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(sp.exited)
-	}()
-	t.Cleanup(sp.kill)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for range 750 { // 15 s
 		select {
@@ -110,6 +101,27 @@ func startServer(t *testing.T, p program, port int, env ...string) *serverProc {
 	}
 	t.Fatalf("%s did not listen on %s in time", p.name, addr)
 	return nil
+}
+
+// spawn starts p on port with env, its output to log, killed when the
+// test ends. It may be called from any goroutine.
+func spawn(t *testing.T, p program, port int, log *os.File, env ...string) (*serverProc, error) {
+	name, args := p.start(t)
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(append(append(os.Environ(), "LISTINGS_SESSIONLESS_SERVER=1", "PORT="+strconv.Itoa(port)), p.env...), env...)
+	if log != nil {
+		cmd.Stdout, cmd.Stderr = log, log
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sp := &serverProc{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(sp.exited)
+	}()
+	t.Cleanup(sp.kill)
+	return sp, nil
 }
 
 // kill ends the process with SIGKILL and waits for it.
@@ -390,6 +402,11 @@ func sessionlessServerReplaced(t *testing.T, p program) {
 	})
 	first.kill()
 	startServer(t, p, port, append(serverEnv("second", false, secondRuns), "DIE_ON_MARK=1")...)
+	// A call reaches it (if the client saw the first go, it is back).
+	rig.Eventually(t, "a call that reaches the second server", func() bool {
+		_, err := c.ListPrompts(client.WithCallOptions(ctx, client.Fresh()), mcp.ListPromptsRequest{})
+		return err == nil
+	})
 	restarted := make(chan struct{})
 	go func() {
 		defer close(restarted)
@@ -400,16 +417,8 @@ func sessionlessServerReplaced(t *testing.T, p program) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		// Not startServer: t.Fatal is for the test's goroutine.
-		name, args := p.start(t)
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(append(append(os.Environ(), "LISTINGS_SESSIONLESS_SERVER=1", "PORT="+strconv.Itoa(port)), p.env...), serverEnv("second", false, secondRuns)...)
-		if cmd.Start() == nil {
-			sp := &serverProc{cmd: cmd, exited: make(chan struct{})}
-			go func() {
-				_ = cmd.Wait()
-				close(sp.exited)
-			}()
-			t.Cleanup(sp.kill)
+		if _, err := spawn(t, p, port, nil, serverEnv("second", false, secondRuns)...); err != nil {
+			t.Error(err)
 		}
 	}()
 	callCtx, callCancel := context.WithTimeout(ctx, 15*time.Second)

@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
 
 // Loss is why a session was taken out of service; it decides how the
 // session is closed and what replaces it.
@@ -143,6 +147,21 @@ func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
 		r.Revalidate = false
 		return Action{}
 	case Busy:
+		if r.codeDoubt && v.RetryableCode(r.RetryableRPC) {
+			// The probe was answered as the call was: a drain. The call
+			// waits as it would have after a resend, and probes again,
+			// one request per pause; once DrainWait, the backoff or the
+			// deadline leave no pause, it is sent, for afterRetryableCode
+			// to end it with its own answer.
+			pause := r.NextPause()
+			if pause == backoff.Stop || r.drained+pause > DrainWait ||
+				!deadline.IsZero() && time.Until(deadline) < pause {
+				r.Revalidate = false
+				return Action{}
+			}
+			r.drained += pause
+			return Action{Pause: pause}
+		}
 		r.Revalidate = false
 		a := Action{Pause: max(v.RetryAfter, r.NextPause())}
 		if !deadline.IsZero() && time.Until(deadline) < a.Pause {
