@@ -153,3 +153,19 @@ func TestAfterRetryableCodeFromAServerThatServes(t *testing.T) {
 		t.Errorf("-32603 after a probe before any code: %+v; want a resend", a)
 	}
 }
+
+// Issue 43: only a session that proves which server it is (an id the
+// server issued) is kept through an outage; a lost connection under a
+// request to a sessionless server puts what the client knew in doubt.
+func TestSessionlessServerIsAskedWhoItIs(t *testing.T) {
+	if !KeepThroughOutage(Session{SessionEra: true}) || KeepThroughOutage(Session{SessionEra: true, Sessionless: true}) || KeepThroughOutage(Session{Sessionless: true}) {
+		t.Error("KeepThroughOutage: want a session with an id kept, a sessionless one replaced")
+	}
+	lost := Verdict{Class: OutcomeUnknown}
+	if !Reidentify(lost, Session{Sessionless: true}) || Reidentify(lost, Session{SessionEra: true}) {
+		t.Error("Reidentify: want a lost answer from a sessionless server only")
+	}
+	if Reidentify(Verdict{Class: ServerError, RPCAnswer: true}, Session{Sessionless: true}) {
+		t.Error("Reidentify: the server's own answer leaves nothing in doubt")
+	}
+}
