@@ -103,6 +103,7 @@ type callRun struct {
 	progress    *progressCall
 	ownProgress bool
 	stop        context.CancelFunc // ends the context bound made, if not the progressCall's
+	sent        time.Time          // when the last attempt was sent
 	ex          wire.Exchange
 	lease       pool.Lease[*session]
 }
@@ -203,9 +204,13 @@ func (r *callRun) acquire(ctx context.Context) (*session, error) {
 		return nil, r.acquireFailed(err)
 	}
 	s := r.lease.Value()
-	if err := c.probeBeforeUse(ctx, s, tries.Doubts(s.opened)); err != nil {
+	doubted := tries.Doubts(s.opened)
+	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
 		r.lease.Release()
 		return nil, r.probeFailed(ctx, s, err)
+	}
+	if doubted {
+		tries.Probed()
 	}
 	tries.Revalidate = false
 	return s, nil
@@ -220,6 +225,7 @@ func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 	if p != nil {
 		p.sending()
 	}
+	r.sent = time.Now()
 	err := send(ct.attempt(ctx, s), s)
 	if p != nil {
 		p.sent()
@@ -256,6 +262,12 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 		// Close closed the session under the call.
 		tries.AfterClose(v)
 		return tries.closed(err)
+	}
+	if policy.Reidentify(v, s.policy()) {
+		// The replay decision does not rest on annotations from before
+		// the loss: the tools are listed again (once, for every call
+		// that needs them).
+		c.doubtTools(r.sent)
 	}
 	safe := func() bool {
 		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
@@ -411,7 +423,7 @@ func (r *retries) fail(why string, cause error, also ...error) error {
 	if r.MayHaveRun {
 		kind = ErrOutcomeUnknown
 	}
-	return &callError{kind: kind, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
+	return &callError{kind: kind, answered: r.Answered, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
 }
 
 // notTheCallers keeps a context's error out of a call's error chain when
