@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -478,7 +475,7 @@ const anonymous = "-"
 // principal is the key of the client's private answers: the fingerprint of
 // the credential it last sent, or anonymous.
 func (c *ResilientClient) principal() string {
-	if p := c.credentials.current(); p != "" {
+	if p := c.credentials.Current(); p != "" {
 		return p
 	}
 	return anonymous
@@ -679,54 +676,4 @@ func readURI(arg string) string {
 		}
 	}
 	return arg
-}
-
-// credentials follows the credential the client sends (the Authorization
-// header of its requests, whoever sets it: WithBearerToken, WithOAuth,
-// WithHeaders, WithHeaderFunc), as a fingerprint: the key of private
-// answers. It sits beneath the token layer, so it sees the token each
-// request went out with. Safe for concurrent use.
-type credentials struct {
-	last atomic.Pointer[credential]
-}
-
-type credential struct{ header, fingerprint string }
-
-// current is the fingerprint of the credential last sent, "" for none.
-func (t *credentials) current() string {
-	if c := t.last.Load(); c != nil {
-		return c.fingerprint
-	}
-	return ""
-}
-
-// wrap returns next, following the credentials of the requests sent
-// through it.
-func (t *credentials) wrap(next http.RoundTripper) http.RoundTripper {
-	return &credentialTransport{next: next, t: t}
-}
-
-type credentialTransport struct {
-	next http.RoundTripper
-	t    *credentials
-}
-
-func (ct *credentialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	h := req.Header.Get("Authorization")
-	if last := ct.t.last.Load(); last == nil || last.header != h {
-		fp := ""
-		if h != "" {
-			sum := sha256.Sum256([]byte(h))
-			fp = hex.EncodeToString(sum[:16])
-		}
-		ct.t.last.Store(&credential{header: h, fingerprint: fp})
-	}
-	return ct.next.RoundTrip(req)
-}
-
-// CloseIdleConnections passes on to next.
-func (ct *credentialTransport) CloseIdleConnections() {
-	if ci, ok := ct.next.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
 }

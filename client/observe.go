@@ -358,9 +358,9 @@ var (
 	errInsufficientScope = errors.New("the server refused the token's scope (403 insufficient_scope); sent again with more")
 )
 
-// sawResponse records the HTTP version of a response to a request of the
+// SawResponse (wire.Answered's) records the HTTP version of a response to a request of the
 // attempt under way.
-func (ct *callTrace) sawResponse(major, minor int) {
+func (ct *callTrace) SawResponse(major, minor int) {
 	proto := "1.1"
 	switch {
 	case major == 2:

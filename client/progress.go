@@ -240,7 +240,7 @@ func (p *progressCall) useLocked(own any) string {
 // JSON-RPC request gets the call's progressToken in its params._meta,
 // unless it has one of its own, which is then the call's.
 func (p *progressCall) RewriteRequest(req *http.Request) *http.Request {
-	body := requestBody(req)
+	body := wire.RequestBody(req)
 	if body == nil {
 		return req
 	}
@@ -260,7 +260,7 @@ func (p *progressCall) RewriteRequest(req *http.Request) *http.Request {
 		}
 	})
 	if out != nil {
-		return withBody(req, out)
+		return wire.WithBody(req, out)
 	}
 	return req
 }
