@@ -159,7 +159,7 @@ func (r *callRun) follow(p *progressCall, token bool) {
 // finish ends the contexts of the run, and its own progress.
 func (r *callRun) finish() {
 	if r.ownProgress {
-		r.progress.end()
+		r.progress.End()
 	} else if r.stop != nil {
 		r.stop()
 	}
@@ -223,12 +223,12 @@ func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 	ct, p := r.ct, r.progress
 	r.ex.Reset()
 	if p != nil {
-		p.sending()
+		p.Sending()
 	}
 	r.sent = time.Now()
 	err := send(ct.attempt(ctx, s), s)
 	if p != nil {
-		p.sent()
+		p.Sent()
 	}
 	r.lease.Release()
 	if err == nil {
@@ -278,12 +278,12 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	}
 	c.noteOutcome(v)
 	if r.ownProgress {
-		if r.progress.idle > 0 && tries.CtxErr != nil && v.Sent {
+		if r.progress.Idle() > 0 && tries.CtxErr != nil && v.Sent {
 			// A call governed by progress ended by its idle timeout or
 			// its absolute bound: the server is told to stop.
 			c.tellCancelled(s, ex, context.Cause(ctx))
 		}
-		if np := r.progress.noProgress(); np != nil && a.End == policy.GiveUp {
+		if np := r.progress.NoProgress(); np != nil && a.End == policy.GiveUp {
 			a.Why = np.Error()
 			a.Also = append(a.Also, np)
 			err = nil // the cause is the client's own cancellation
@@ -460,20 +460,12 @@ func (c *ResilientClient) bound(ctx context.Context, p *progressCall, idle time.
 	if p == nil {
 		return c.callContext(ctx, long)
 	}
-	p.reg, p.idle, p.onProgress, p.start = c.progressCalls(), idle, onProgress, time.Now()
+	var stop context.CancelFunc
 	if idle == 0 {
-		// Followed for OnProgress only: nothing of the client's ends the
-		// call, so its context needs no cancelling of its own.
-		p.Context, p.stop = c.callContext(ctx, long)
-		return p, nil
+		// Followed for OnProgress only: bounded as any call.
+		ctx, stop = c.callContext(ctx, long)
 	}
-	// Governed by progress: the absolute bound is the shorter of ctx's
-	// deadline and WithMaxCallDuration.
-	bounded := ctx
-	if d, ok := ctx.Deadline(); !ok || d.After(p.start.Add(c.opts.maxCallDuration)) {
-		bounded, p.stop = context.WithTimeout(ctx, c.opts.maxCallDuration)
-	}
-	p.Context, p.cancel = context.WithCancelCause(bounded)
+	p.Follow(ctx, stop, c.progressCalls(), idle, onProgress, c.opts.maxCallDuration)
 	return p, nil
 }
 

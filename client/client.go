@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/progress"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
@@ -55,8 +56,8 @@ type ResilientClient struct {
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
 
-	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
-	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	progress atomic.Pointer[progress.Registry] // calls followed by their progress, by token; made by the first (progressCalls)
+	brk      atomic.Pointer[breaker]           // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	tools       toolCache        // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials wire.Credentials // the credential last sent, keying private answers (listings.go); the HTTP chain's

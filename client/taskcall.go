@@ -298,7 +298,7 @@ func (c *ResilientClient) runTask(ctx context.Context, req *mcp.CallToolRequest,
 	if followed {
 		pc = new(progressCall)
 		ctx, _ = c.bound(ctx, pc, idle, onProgress, true)
-		defer pc.end()
+		defer pc.End()
 	} else {
 		var cancel context.CancelFunc
 		ctx, cancel = c.bound(ctx, nil, 0, nil, true)
@@ -587,7 +587,7 @@ func (c *ResilientClient) taskAbandoned(ctx context.Context, t *taskState, pc *p
 		why = "the call's context ended; task " + id + " is left in the task store (the client was closed)"
 	}
 	also := []error{ctx.Err()}
-	if np := pc.noProgress(); np != nil {
+	if np := pc.NoProgress(); np != nil {
 		also = append(also, np)
 	}
 	return &callError{kind: ErrOutcomeUnknown, method: string(mcp.MethodToolsCall), why: why, also: also}
