@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -156,9 +153,12 @@ func WithListingStore(s ListingStore) Option {
 	})
 }
 
-// Fresh says that the listing or read is to be asked of the server, not
-// answered from the cache within its ttlMs. It may still be answered stale
-// if the server cannot answer (WithMaxStale). Other methods ignore it.
+// Fresh says that the listing or read is the server's answer or an error:
+// it is asked of the server, not answered from the cache within its ttlMs,
+// and if the server cannot answer, the call fails (ErrUnavailable,
+// ErrOutcomeUnknown) rather than being answered stale (WithMaxStale). A
+// caller that asks for fresh wants to know when there is none. Other
+// methods ignore it.
 func Fresh() CallOption {
 	return callOptionFunc(func(o *callOptions) { o.fresh = true })
 }
@@ -318,51 +318,61 @@ type listingSpec[T any] struct {
 // (WithListingCache(false)), it is call.
 func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) (T, error) {
 	if c.opts.listingCacheOff {
-		return call(ctx, c, sp.method, "", sp.fetch)
+		return mcpCall(ctx, c, sp.method, "", sp.fetch)
 	}
-	var zero T
 	fresh := false
 	if o := callOptionsOf(ctx); o != nil {
 		// A call with an invalid option fails with it (run), cached or not.
 		fresh = o.fresh || o.invalid != nil
 	}
-	ctx, err := c.begin(ctx, string(sp.method), "")
-	if err != nil {
-		return zero, err
-	}
 	if !fresh {
 		if res, ok := cachedFresh(c, sp); ok {
-			c.stats.cacheHits.Add(1)
-			c.obs.fromCache(ctx, false)
-			return res, c.end(ctx, nil)
+			if err := c.call(ctx, string(sp.method), "", nil); err != nil { // answered by the cache
+				var zero T
+				return zero, err
+			}
+			return res, nil
 		}
 	}
-	c.tools.mu.Lock()
-	gen := c.listingGenLocked(sp.kind)
-	c.tools.mu.Unlock()
 	var out T
-	var server string
-	err = c.account(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
-		var err error
-		out, err = sp.fetch(ctx, s.mc)
-		server = serverIdentity(s)
-		return err
-	})
-	if err == nil {
-		if info := (*sp.meta(out)).ServerInfo(); info != nil {
-			// 2026-07-28's servers name themselves in every result: a
-			// restart into another version shows here, in an era that
-			// opens no session to show it.
-			server = info.Name + " " + info.Version
+	err := c.call(ctx, string(sp.method), "", func(ctx context.Context) error {
+		c.tools.mu.Lock()
+		gen := c.listingGenLocked(sp.kind)
+		c.tools.mu.Unlock()
+		var server string
+		err := c.run(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
+			var err error
+			out, err = sp.fetch(ctx, s.mc)
+			server = serverIdentity(s)
+			return err
+		})
+		if err == nil {
+			if info := (*sp.meta(out)).ServerInfo(); info != nil {
+				// 2026-07-28's servers name themselves in every result: a
+				// restart into another version shows here, in an era that
+				// opens no session to show it.
+				server = info.Name + " " + info.Version
+			}
+			c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
+			return nil
 		}
-		c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
-		return out, c.end(ctx, nil)
-	}
-	if res, ok := staleAnswer(ctx, c, sp, err); ok {
+		var zero T
+		if fresh {
+			// Fresh asks for the server's answer: if there is none, the
+			// caller learns that, and does not get the cache's instead.
+			out = zero
+			return err
+		}
+		res, ok := staleAnswer(ctx, c, sp, err)
+		if !ok {
+			out = zero
+			return err
+		}
+		out = res
 		c.obs.fromCache(ctx, true)
-		return res, c.end(ctx, nil)
-	}
-	return zero, c.end(ctx, err)
+		return nil
+	})
+	return out, err
 }
 
 // cachedFresh is the cached answer to serve within its ttl, if there is one.
@@ -404,10 +414,11 @@ func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen u
 	}
 	c.tools.mu.Lock()
 	l := &c.tools.listings
+	// First: a changed identity drops the old server's tools, not these.
+	changed := c.serverSeenLocked(server)
 	if sp.remember != nil {
 		sp.remember(res, gen)
 	}
-	changed := c.serverSeenLocked(server)
 	var prev *listingEntry
 	if sl := l.slots[sp.key]; sl != nil {
 		prev = sl.public
@@ -464,7 +475,7 @@ const anonymous = "-"
 // principal is the key of the client's private answers: the fingerprint of
 // the credential it last sent, or anonymous.
 func (c *ResilientClient) principal() string {
-	if p := c.credentials.current(); p != "" {
+	if p := c.credentials.Current(); p != "" {
 		return p
 	}
 	return anonymous
@@ -481,7 +492,7 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 	f := policy.StaleFailure{
 		NotAnswered: errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown),
 		Answered: errors.Is(err, ErrResponseTooLarge) || errors.Is(err, ErrAuthorizationRequired) ||
-			errors.As(err, new(*InsufficientScopeError)),
+			errors.As(err, new(*InsufficientScopeError)) || serverAnswered(err),
 		CallerCancelled: errors.Is(ctx.Err(), context.Canceled),
 		Closed:          errors.Is(err, ErrClosed) || c.closed.Load(),
 	}
@@ -535,6 +546,15 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 			"method", sp.method, "age", age.Round(time.Millisecond), "err", describe(err))
 	}
 	return res, true
+}
+
+// serverAnswered reports whether err ends a call whose last attempt the
+// server answered with a JSON-RPC error: resent for a retryable code
+// (WithRetryableRPCCodes) until the retries were spent, it is still the
+// server's answer, never masked by a stale one.
+func serverAnswered(err error) bool {
+	ce := new(callError)
+	return errors.As(err, &ce) && ce.answered
 }
 
 // mark sets the stale mark in a copy of *meta.
@@ -612,7 +632,9 @@ func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
 
 // serverSeenLocked records the server's identity as a session or a result
 // gave it: another than before makes every answer kept another server's,
-// dropped and never served stale.
+// dropped and never served stale, and its tools' annotations too: a replay
+// is never decided on another server's word (the next decision lists the
+// tools of this one).
 // It returns the identities, if they changed (logged by logServerChange,
 // once the lock is released: the logger's handler is the user's code).
 func (c *ResilientClient) serverSeenLocked(id string) (changed []string) {
@@ -622,6 +644,10 @@ func (c *ResilientClient) serverSeenLocked(id string) (changed []string) {
 	}
 	if l.server != "" {
 		l.slots = nil
+		if c.tools.tools != nil {
+			c.tools.tools = nil
+			c.tools.gen++
+		}
 		changed = []string{l.server, id}
 	}
 	l.server = id
@@ -650,54 +676,4 @@ func readURI(arg string) string {
 		}
 	}
 	return arg
-}
-
-// credentials follows the credential the client sends (the Authorization
-// header of its requests, whoever sets it: WithBearerToken, WithOAuth,
-// WithHeaders, WithHeaderFunc), as a fingerprint: the key of private
-// answers. It sits beneath the token layer, so it sees the token each
-// request went out with. Safe for concurrent use.
-type credentials struct {
-	last atomic.Pointer[credential]
-}
-
-type credential struct{ header, fingerprint string }
-
-// current is the fingerprint of the credential last sent, "" for none.
-func (t *credentials) current() string {
-	if c := t.last.Load(); c != nil {
-		return c.fingerprint
-	}
-	return ""
-}
-
-// wrap returns next, following the credentials of the requests sent
-// through it.
-func (t *credentials) wrap(next http.RoundTripper) http.RoundTripper {
-	return &credentialTransport{next: next, t: t}
-}
-
-type credentialTransport struct {
-	next http.RoundTripper
-	t    *credentials
-}
-
-func (ct *credentialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	h := req.Header.Get("Authorization")
-	if last := ct.t.last.Load(); last == nil || last.header != h {
-		fp := ""
-		if h != "" {
-			sum := sha256.Sum256([]byte(h))
-			fp = hex.EncodeToString(sum[:16])
-		}
-		ct.t.last.Store(&credential{header: h, fingerprint: fp})
-	}
-	return ct.next.RoundTrip(req)
-}
-
-// CloseIdleConnections passes on to next.
-func (ct *credentialTransport) CloseIdleConnections() {
-	if ci, ok := ct.next.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
 }

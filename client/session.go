@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
@@ -47,7 +48,7 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
-	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
+	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -73,7 +74,7 @@ func (s *session) markServed() {
 
 // policy is what the policy needs to know of s.
 func (s *session) policy() policy.Session {
-	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load()}
+	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), Sessionless: s.proc == nil && s.mc.GetSessionId() == ""}
 }
 
 func (s *session) close() {
@@ -84,7 +85,7 @@ func (s *session) close() {
 	}
 	_ = s.mc.Close()
 	if s.proc != nil {
-		s.proc.stop() // stdin closed, SIGTERM, SIGKILL, to its process group
+		s.proc.Stop() // stdin closed, SIGTERM, SIGKILL, to its process group
 	}
 }
 
@@ -225,7 +226,8 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
-	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable {
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable &&
+		policy.KeepThroughOutage(prev.policy()) {
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
