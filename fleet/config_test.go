@@ -258,3 +258,35 @@ func TestNames(t *testing.T) {
 		t.Errorf("another order, other names: %v vs %v", again, names)
 	}
 }
+
+// A server of a type the fleet cannot build yet, or whose reference has no
+// resolver, fails alone, saying why, when the fleet starts; a call to it
+// fails at once with ErrUnavailable.
+func TestServerThatCannotBeBuiltFailsAlone(t *testing.T) {
+	f, err := New(Config{Servers: map[string]ServerConfig{
+		"legacy": {Type: "sse", URL: "http://127.0.0.1:1/sse"},
+		"asks":   {Command: "x", Env: map[string]string{"TOKEN": "${input:token}"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.Start(ctx); err != nil {
+		t.Fatalf("Start: %v (no server is required)", err)
+	}
+	st := f.Status()
+	if len(st) != 2 || st[0].Name != "asks" || st[1].Name != "legacy" {
+		t.Fatalf("status: %+v", st)
+	}
+	if err := st[0].Err; err == nil || !strings.Contains(err.Error(), "resolver") || !strings.Contains(err.Error(), "env.TOKEN") {
+		t.Errorf("asks: %v", err)
+	}
+	if err := st[1].Err; err == nil || !strings.Contains(err.Error(), "sse") {
+		t.Errorf("legacy: %v", err)
+	}
+	if _, err := f.ListTools(ctx); err == nil {
+		t.Error("ListTools with no server ready: no error")
+	}
+}

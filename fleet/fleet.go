@@ -596,13 +596,8 @@ func (f *Fleet) ListTools(ctx context.Context) (*mcp.ListToolsResult, error) {
 	errs := make([]error, len(f.names))
 	for i, name := range f.names {
 		m := f.members[name]
-		m.mu.Lock()
-		ready := m.ready
-		if !ready {
-			errs[i] = &ServerError{Server: name, Err: m.err}
-		}
-		m.mu.Unlock()
-		if !ready {
+		if _, err := m.usable(); err != nil {
+			errs[i] = err
 			continue
 		}
 		wg.Go(func() {

@@ -547,11 +547,12 @@ func TestProcessRestartsCounted(t *testing.T) {
 
 // A call to a server over stdio is where the conventions put it: its span
 // says network.transport "pipe", the command as server.address, and
-// neither a port nor HTTP.
+// neither a port nor HTTP; and the server's name in the agent's config
+// (client.WithServerName, as package fleet gives it).
 func TestStdioCallSpan(t *testing.T) {
 	tm := newTelemetry(t)
 	command, env := stdioServer(t)
-	c, err := client.NewStdio(command, nil, tm.options()[0], env) // the observer; no HTTP client
+	c, err := client.NewStdio(command, nil, tm.options()[0], env, client.WithServerName("files")) // the observer; no HTTP client
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,32 +568,8 @@ func TestStdioCallSpan(t *testing.T) {
 	if len(spans) != 1 {
 		t.Fatalf("%d tools/call echo spans, want 1", len(spans))
 	}
-	wantAttrs(t, spans[0], semconv.NetworkTransportPipe, semconv.ServerAddressKey.String(filepath.Base(command)))
+	wantAttrs(t, spans[0], semconv.NetworkTransportPipe, semconv.ServerAddressKey.String(filepath.Base(command)),
+		otelmcp.ServerNameKey.String("files"))
 	wantNoAttr(t, spans[0], semconv.ServerPortKey)
 	wantNoAttr(t, spans[0], semconv.NetworkProtocolNameKey)
-}
-
-// A client given a server name (as package fleet gives each of its
-// servers') has its spans carry it, beside where the server is; the
-// observers are told it in Server.Name. Without one there is no attribute.
-func TestServerNameAttribute(t *testing.T) {
-	tm := newTelemetry(t)
-	command, env := stdioServer(t)
-	c, err := client.NewStdio(command, nil, tm.options()[0], env, client.WithServerName("files"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = "echo", map[string]any{"text": "hi"}
-	if _, err := c.CallTool(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	spans := tm.callSpans("tools/call echo")
-	if len(spans) != 1 {
-		t.Fatalf("%d tools/call echo spans, want 1", len(spans))
-	}
-	wantAttrs(t, spans[0], otelmcp.ServerNameKey.String("files"), semconv.ServerAddressKey.String(filepath.Base(command)))
 }

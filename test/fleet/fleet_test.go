@@ -33,7 +33,7 @@ func everythingStdio(t *testing.T) fleet.ServerConfig {
 
 // startFleet makes and starts a fleet of cfg, closed when the test ends,
 // and returns Start's error and how long it took.
-func startFleet(t *testing.T, cfg fleet.Config, opts ...fleet.Option) (*fleet.Fleet, error, time.Duration) {
+func startFleet(t *testing.T, cfg fleet.Config, opts ...fleet.Option) (*fleet.Fleet, time.Duration, error) {
 	t.Helper()
 	f, err := fleet.New(cfg, opts...)
 	if err != nil {
@@ -43,7 +43,7 @@ func startFleet(t *testing.T, cfg fleet.Config, opts ...fleet.Option) (*fleet.Fl
 	ctx := testContext(t, 30*time.Second)
 	began := time.Now()
 	err = f.Start(ctx)
-	return f, err, time.Since(began)
+	return f, time.Since(began), err
 }
 
 func toolNames(t *testing.T, f *fleet.Fleet) []string {
@@ -88,7 +88,7 @@ func TestHeaderSecretReachesServerAndNoLog(t *testing.T) {
 		return logs.Write(p)
 	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	logger.Debug("config", "cfg", cfg)
-	f, err, _ := startFleet(t, cfg, fleet.WithLogger(logger))
+	f, _, err := startFleet(t, cfg, fleet.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func partialConfig(t *testing.T, deadURL string) (fleet.Config, *proc, *proc) {
 // why. Marked required, the dead URL fails Start, naming it.
 func TestPartialFailure(t *testing.T) {
 	cfg, _, _ := partialConfig(t, "http://"+freeAddr(t)+"/mcp")
-	f, err, took := startFleet(t, cfg)
+	f, took, err := startFleet(t, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -205,7 +205,7 @@ func TestLateServer(t *testing.T) {
 	addr := freeAddr(t)
 	live := startMCPGo(t, "live", "", "")
 	var changes atomic.Int32
-	f, err, _ := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
 		"live": {URL: live.URL()},
 		"late": {URL: "http://" + addr + "/mcp"},
 	}}, fleet.WithToolsChanged(func() { changes.Add(1) }))
@@ -243,7 +243,7 @@ func TestLateServer(t *testing.T) {
 func TestOutage(t *testing.T) {
 	victim, other := startMCPGo(t, "victim", "", ""), startMCPGo(t, "other", "", "")
 	goSDK := startGoSDK(t)
-	f, err, _ := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
 		"victim": {URL: victim.URL()},
 		"other":  {URL: other.URL()},
 		"gosdk":  {URL: goSDK.URL()},
@@ -329,7 +329,7 @@ func TestOutage(t *testing.T) {
 func TestNames(t *testing.T) {
 	a, b := startMCPGo(t, "a", "", ""), startMCPGo(t, "b", "", "")
 	cfg := fleet.Config{Servers: map[string]fleet.ServerConfig{"a": {URL: a.URL()}, "b": {URL: b.URL()}}}
-	f, err, _ := startFleet(t, cfg)
+	f, _, err := startFleet(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestNames(t *testing.T) {
 	// Again, b answering first: a's first process is gone, its second comes
 	// up after the fleet started.
 	a.kill()
-	f2, err, _ := startFleet(t, cfg)
+	f2, _, err := startFleet(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestNames(t *testing.T) {
 func TestListChanged(t *testing.T) {
 	srv := startMCPGo(t, "grower", "", "")
 	changed := make(chan struct{}, 8)
-	f, err, _ := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{"grower": {URL: srv.URL()}}},
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{"grower": {URL: srv.URL()}}},
 		fleet.WithToolsChanged(func() { changed <- struct{}{} }))
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +423,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	ev := everythingStdio(t)
 	ev.Env = map[string]string{name: value}
 	ev2 := ev
-	f, err, _ := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{"one": ev, "two": ev2}})
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{"one": ev, "two": ev2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func processesWith(entry string) []string {
 // are read from the server that listed them; neither needs a listing first.
 func TestPromptsAndResources(t *testing.T) {
 	goSDK, mcpGo := startGoSDK(t), startMCPGo(t, "mcpgo", "", "")
-	f, err, _ := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{
 		"gosdk": {URL: goSDK.URL()}, "mcpgo": {URL: mcpGo.URL()},
 	}})
 	if err != nil {

@@ -3,12 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,11 +151,6 @@ func (p *proc) kill() {
 	p.cmd = nil
 }
 
-func (p *proc) restart() {
-	p.kill()
-	p.start()
-}
-
 func call(name string, args map[string]any) mcp.CallToolRequest {
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
@@ -197,7 +190,3 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 }
 
 var errNot = errors.New("not yet")
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-var _ = fmt.Sprint
