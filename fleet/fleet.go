@@ -37,8 +37,10 @@ const (
 	// config's timeout.
 	connectTimeout = 30 * time.Second
 	// coalesce is how long after a change the fleet waits for more before
-	// it calls WithToolsChanged's function: a burst is one call.
+	// it calls WithToolsChanged's function: a burst is one call. maxBurst
+	// bounds the wait when changes never pause.
 	coalesce = 50 * time.Millisecond
+	maxBurst = time.Second
 )
 
 // ErrUnknownTool is a call to a tool name that no server lists (or that
@@ -142,15 +144,16 @@ type Fleet struct {
 	wg     sync.WaitGroup
 
 	// Lock order: Fleet.mu, then member.mu.
-	mu        sync.Mutex
-	started   bool
-	closed    bool
-	tools     []mcp.Tool     // the merged list
-	routes    map[string]key // tool name → server and its own name
-	prompts   map[string]key // prompt name → server and its own name
-	resources map[string]string
-	notify    *time.Timer    // WithToolsChanged's, while a burst is on
-	notifying sync.WaitGroup // the notify timer's function, armed or running
+	mu         sync.Mutex
+	started    bool
+	closed     bool
+	tools      []mcp.Tool     // the merged list
+	routes     map[string]key // tool name → server and its own name
+	prompts    map[string]key // prompt name → server and its own name
+	resources  map[string]string
+	notify     *time.Timer    // WithToolsChanged's, while a burst is on
+	burstStart time.Time      // the burst's first change
+	notifying  sync.WaitGroup // the notify timer's function, armed or running
 }
 
 // member is one server of the fleet.
@@ -564,27 +567,43 @@ func withOrigin(meta *mcp.Meta, k key) *mcp.Meta {
 }
 
 // changed calls WithToolsChanged's function once the burst it is part of
-// is over.
+// is over: coalesce after the last change, or, for changes that never
+// pause, maxBurst after the first.
 func (f *Fleet) changed() {
 	if f.opts.toolsChanged == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || f.notify != nil {
+	if f.closed {
 		return
 	}
+	if t := f.notify; t != nil {
+		if time.Since(f.burstStart) >= maxBurst {
+			return // it fires within coalesce, this change made
+		}
+		if t.Stop() {
+			t.Reset(coalesce)
+			return
+		}
+		// It is firing, perhaps before this change: another follows.
+	}
+	f.burstStart = time.Now()
 	f.notifying.Add(1)
-	f.notify = time.AfterFunc(coalesce, func() {
+	var t *time.Timer
+	t = time.AfterFunc(coalesce, func() {
 		defer f.notifying.Done()
 		f.mu.Lock()
-		f.notify = nil
+		if f.notify == t {
+			f.notify = nil
+		}
 		closed := f.closed
 		f.mu.Unlock()
 		if !closed {
 			f.opts.toolsChanged()
 		}
 	})
+	f.notify = t
 }
 
 // ListTools lists every server's tools, merged and named (see Fleet). Each

@@ -413,6 +413,25 @@ func TestListChanged(t *testing.T) {
 	if names := toolNames(t, f); !slices.Contains(names, "grower__grown") {
 		t.Errorf("grown not listed: %v", names)
 	}
+
+	// A burst of five notifications is one WithToolsChanged.
+	time.Sleep(200 * time.Millisecond)
+	for len(changed) > 0 {
+		<-changed
+	}
+	if _, err := f.CallTool(testContext(t, 10*time.Second), call("grower__burst", nil)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the burst's tools listed", func() error {
+		if !slices.Contains(toolNames(t, f), "grower__burst4") {
+			return errNot
+		}
+		return nil
+	})
+	time.Sleep(500 * time.Millisecond)
+	if n := len(changed); n != 1 {
+		t.Errorf("WithToolsChanged called %d times for a burst of five list changes, want 1", n)
+	}
 }
 
 // Close ends every server in parallel: no process of a stdio server is left

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -29,8 +30,9 @@ var longTool = "a_tool_with_a_name_far_longer_than_a_model_api_accepts_" + strin
 
 // TestHelperMCPGoServer is an mcp-go Streamable HTTP server, run as a
 // process of its own by startMCPGo: tools "echo" and "whoami" answer with
-// its id, longTool answers "long", and "grow" adds the tool "grown", which
-// sends notifications/tools/list_changed. Without helperAddrEnv it does
+// its id, longTool answers "long", "grow" adds the tool "grown", which
+// sends notifications/tools/list_changed, and "burst" adds five tools 10 ms
+// apart, five notifications. Without helperAddrEnv it does
 // nothing.
 func TestHelperMCPGoServer(t *testing.T) {
 	addr := os.Getenv(helperAddrEnv)
@@ -50,6 +52,13 @@ func TestHelperMCPGoServer(t *testing.T) {
 	s.AddTool(mcp.NewTool("grow"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s.AddTool(mcp.NewTool("grown", mcp.WithReadOnlyHintAnnotation(true)), text("grown"))
 		return mcp.NewToolResultText("grew"), nil
+	})
+	s.AddTool(mcp.NewTool("burst"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := range 5 {
+			s.AddTool(mcp.NewTool(fmt.Sprint("burst", i), mcp.WithReadOnlyHintAnnotation(true)), text("burst"))
+			time.Sleep(10 * time.Millisecond)
+		}
+		return mcp.NewToolResultText("burst"), nil
 	})
 	var handler http.Handler = server.NewStreamableHTTPServer(s)
 	if want := os.Getenv(helperHeaderEnv); want != "" {
