@@ -167,12 +167,13 @@ type member struct {
 	refresh chan struct{} // list again (tools/list_changed); 1 buffered
 
 	// mu guards the fields below.
-	mu     sync.Mutex
-	client *client.ResilientClient
-	ready  bool       // listed its tools at least once
-	listed []mcp.Tool // the last listing, filtered
-	stale  bool
-	err    error
+	mu       sync.Mutex
+	client   *client.ResilientClient
+	ready    bool       // listed its tools at least once
+	listed   []mcp.Tool // the last listing, filtered
+	stale    bool
+	err      error
+	firstErr error // the first failure of a server never ready, which later ones may hide
 	// The last prompts and resources listed (prompts.go).
 	prompts   []mcp.Prompt
 	resources []mcp.Resource
@@ -206,8 +207,8 @@ func New(cfg Config, opts ...Option) (*Fleet, error) {
 	return f, nil
 }
 
-// Start connects every enabled server in parallel: initialize, then
-// tools/list. It returns once every server is ready or has failed its first
+// Start connects every enabled server in parallel: initialize (by the
+// client, with its identity), then tools/list. It returns once every server is ready or has failed its first
 // attempt, and every required server is ready, or ctx has ended. The error
 // is errors.Join of a *ServerError for each required server not ready; an
 // optional server that failed is not an error, and is tried again in the
@@ -323,9 +324,10 @@ func retrySchedule() backoff.BackOff {
 	return b
 }
 
-// connect makes the member's client if it has none, then lists its tools.
-// The first attempt fails fast (one dial); later ones wait within ctx for
-// the client's reconnect loop, on the fleet's schedule.
+// connect makes the member's client if it has none, then lists its tools:
+// the client opens and initializes a session for it. The first attempt
+// fails fast (one dial, or one process start); later ones wait within ctx
+// for the client's reconnect loop, on the fleet's schedule.
 func (f *Fleet) connect(ctx context.Context, m *member, first bool) error {
 	m.mu.Lock()
 	c := m.client
@@ -333,6 +335,9 @@ func (f *Fleet) connect(ctx context.Context, m *member, first bool) error {
 	fail := func(err error) error {
 		m.mu.Lock()
 		m.err = err
+		if m.firstErr == nil && !m.ready {
+			m.firstErr = err
+		}
 		m.mu.Unlock()
 		return err
 	}
@@ -358,19 +363,16 @@ func (f *Fleet) connect(ctx context.Context, m *member, first bool) error {
 				}
 			}
 		})
-		callCtx := client.WithCallOptions(ctx, client.FailFast())
-		req := mcp.InitializeRequest{}
-		req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		req.Params.ClientInfo = mcp.Implementation{Name: "resilientmcp-fleet", Version: "1"}
-		if _, err := c.Initialize(callCtx, req); err != nil {
-			return fail(err)
-		}
+		// No Initialize of the fleet's: the client initializes each session
+		// it opens, with its own identity (client.WithClientInfo, which
+		// WithClientOptions may give), and a request of ours would replace
+		// it.
 	}
 	if _, err := f.list(ctx, m, first); err != nil {
 		return fail(err)
 	}
 	m.mu.Lock()
-	m.ready, m.err = true, nil
+	m.ready, m.err, m.firstErr = true, nil, nil
 	m.mu.Unlock()
 	f.opts.logger.Info("fleet: server ready", "server", m.name)
 	f.changed()
@@ -695,6 +697,11 @@ func (f *Fleet) Status() []ServerStatus {
 		m := f.members[name]
 		m.mu.Lock()
 		st := ServerStatus{Name: name, Required: m.required, Tools: len(m.listed), Stale: m.stale, Err: m.err}
+		if m.firstErr != nil && m.err != nil && m.firstErr.Error() != m.err.Error() {
+			// A stdio server that cannot start is a crash loop after a few
+			// tries: the first failure said why.
+			st.Err = fmt.Errorf("%w (first failure: %w)", m.err, m.firstErr)
+		}
 		c := m.client
 		m.mu.Unlock()
 		if c != nil {
