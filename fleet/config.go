@@ -90,6 +90,7 @@ type OAuthConfig struct {
 
 // ConfigError is a config that cannot be used: it names the server and the
 // field (as mcp.json spells it: "url", "headers.Authorization", "args[1]").
+// A plain value.
 type ConfigError struct {
 	Server string // "" for the file as a whole
 	Field  string

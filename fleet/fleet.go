@@ -56,7 +56,7 @@ var ErrUnknownResource = errors.New("fleet: unknown resource")
 // ServerError is one server's failure: why it is not ready (Start's
 // error joins one per required server), or the error of a call routed to
 // it. Err keeps what the client said: errors.Is(err,
-// client.ErrUnavailable) and the rest hold through it.
+// client.ErrUnavailable) and the rest hold through it. A plain value.
 type ServerError struct {
 	Server string
 	Err    error
@@ -75,7 +75,7 @@ type ServerStatus struct {
 	Err      error
 }
 
-// Option configures a Fleet.
+// Option configures a Fleet. Options are immutable values.
 type Option func(*options)
 
 type options struct {

@@ -12,14 +12,15 @@ import (
 // know itself: ${input:id} (VS Code's inputs), ${op://vault/item/field}, and
 // any other "${scheme:ref}". ref is what follows "scheme:" ("id", or
 // "//vault/item/field"). An error fails the server whose config holds the
-// reference.
+// reference. It may be called from several goroutines at once (one per
+// server), and must be safe for that.
 type Resolver func(ctx context.Context, scheme, ref string) (string, error)
 
 // errNoResolver is a reference to a scheme with no WithResolver.
 var errNoResolver = errors.New("no resolver (fleet.WithResolver) for this scheme")
 
 // MissingVariableError is a variable a config refers to that is not set,
-// with no default.
+// with no default. A plain value.
 type MissingVariableError struct {
 	Variable string
 }
