@@ -76,6 +76,7 @@ type ResilientClient struct {
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
+	sseTransport        bool      // NewSSE's: sessions speak HTTP+SSE (sse.go)
 
 	// Lock order of the whole client, outermost first. Four chains:
 	//

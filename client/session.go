@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
@@ -48,6 +49,7 @@ type session struct {
 	stream    *streamWatch
 	listening atomic.Bool
 	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
+	sse       *sse.Transport // an HTTP+SSE session's transport (sse.go); nil otherwise
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -73,7 +75,7 @@ func (s *session) markServed() {
 
 // policy is what the policy needs to know of s.
 func (s *session) policy() policy.Session {
-	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load()}
+	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), SessionInURL: s.sse != nil}
 }
 
 func (s *session) close() {
@@ -225,7 +227,8 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
-	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable {
+	// An HTTP+SSE session whose stream is gone is gone: nothing to ask.
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable && (prev.sse == nil || prev.sse.Lost() == nil) {
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
@@ -251,9 +254,12 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	var s *session
 	var err error
-	if c.stdio != nil {
+	switch {
+	case c.stdio != nil:
 		s, err = c.openStdio(ctx, member, c.initRequest())
-	} else {
+	case c.sseTransport:
+		s, err = c.openSSE(ctx, c.initRequest())
+	default:
 		s, err = c.open(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
