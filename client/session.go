@@ -48,7 +48,7 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
-	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
+	proc      *stdioProcess  // a stdio server's process, one per session (stdio.go); nil over HTTP
 	sse       *sse.Transport // an HTTP+SSE session's transport (sse.go); nil otherwise
 
 	ctx        context.Context // ends at close; the listen stream runs under it

@@ -110,12 +110,12 @@ func typed(err error) bool {
 // load is 8 goroutines calling, alternately a safe and an unsafe tool,
 // until stop is closed; it checks what each call returned.
 type load struct {
-	mu                     sync.Mutex
-	safeOK, unsafeOK       int
-	unsafeTyped            int
-	unsafeSucceeded        []string
-	unsafeMayHaveRun       []string
-	wg                     sync.WaitGroup
+	mu               sync.Mutex
+	safeOK, unsafeOK int
+	unsafeTyped      int
+	unsafeSucceeded  []string
+	unsafeMayHaveRun []string
+	wg               sync.WaitGroup
 }
 
 func runLoad(t *testing.T, c *client.ResilientClient, s *sseServer, stop <-chan struct{}) *load {

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resilientmcp/resilientmcp/test/internal/everything"
 )
