@@ -124,15 +124,22 @@ func New(cfg Config) *Transport {
 }
 
 // EndpointError is the failure of a stream whose endpoint event names
-// another origin than the stream's: a server that would send the client's
-// calls, and the credentials on them, elsewhere. Nothing is sent to it.
+// another origin than the stream's (a server that would send the client's
+// calls, and the credentials on them, elsewhere), or no URL at all.
+// Nothing is sent to it, and opening the stream again would get the same.
 type EndpointError struct {
 	Stream, Endpoint string
+	Err              error // the URL's parse error, if it is none
 }
 
 func (e *EndpointError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("the server's endpoint event is not a URL (%v): refused", e.Err)
+	}
 	return fmt.Sprintf("the server's endpoint event names %q, not on the origin of the stream %q: refused, nothing sent to it", e.Endpoint, e.Stream)
 }
+
+func (e *EndpointError) Unwrap() error { return e.Err }
 
 // LostError is why a session's stream was lost: it ended, broke, or
 // carried an event over the limit.
@@ -276,7 +283,7 @@ func (t *Transport) read(body io.ReadCloser, named chan<- error) {
 func (t *Transport) endpointOf(data string) (*url.URL, error) {
 	ep, err := t.cfg.URL.Parse(strings.TrimSpace(data))
 	if err != nil {
-		return nil, fmt.Errorf("the endpoint event is not a URL: %w", err)
+		return nil, &EndpointError{Stream: t.cfg.URL.String(), Err: err}
 	}
 	if ep.Scheme != t.cfg.URL.Scheme || ep.Host != t.cfg.URL.Host || ep.User != nil {
 		e := &EndpointError{Stream: t.cfg.URL.String(), Endpoint: ep.Redacted()}
