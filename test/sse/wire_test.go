@@ -1,0 +1,136 @@
+package sse_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client"
+)
+
+// samplingAnswer is a sampling handler that answers "sampled: <prompt>".
+type samplingAnswer struct{}
+
+func (samplingAnswer) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	prompt := ""
+	if len(req.Messages) > 0 {
+		if tc, ok := req.Messages[0].Content.(mcp.TextContent); ok {
+			prompt = tc.Text
+		}
+	}
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled: " + prompt)}, Model: "test"}, nil
+}
+
+// TestSSEServerRequests: a request from the server on the stream
+// (sampling/createMessage, from server-everything's SSE mode while it runs
+// trigger-sampling-request) is read as a request, answered by the
+// client's handler, and the tool's answer carries it. mcp-go's own SSE
+// transport takes any message with an id for an answer. (mcp-go's SSE
+// server cannot send sampling requests: its sessions do not support it.)
+func TestSSEServerRequests(t *testing.T) {
+	s := startServer(t, "everything")
+	c, err := client.NewSSE(s.url, client.WithClientOptions(mcpclient.WithSamplingHandler(samplingAnswer{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "trigger-sampling-request", map[string]any{"prompt": "hello"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.Content)
+	if res.IsError || !strings.Contains(string(b), "sampled: Resource trigger-sampling-request context: hello") {
+		t.Fatalf("the tool answered %s (error: %v), want the client's sampling answer", b, res.IsError)
+	}
+}
+
+// TestSSEAnswersOfOthersDropped: a gateway that sends every client's
+// messages to every stream (supergateway's SSE output) delivers, before
+// ours, another client's answer with an id such a client counts from: 1,
+// 2, 3. It never reaches a call of ours; it is dropped and counted.
+func TestSSEAnswersOfOthersDropped(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := make(chan string, 64)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: endpoint\ndata: /message?sessionId=s1\n\n")
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case m := <-stream:
+					fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusAccepted)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if len(msg.ID) == 0 {
+			return
+		}
+		var result string
+		switch msg.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"gateway","version":"1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`
+		default:
+			result = `{"content":[{"type":"text","text":"ours"}]}`
+		}
+		// Another client's answers first, with the ids it counts.
+		for id := 1; id <= 3; id++ {
+			stream <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"theirs"}]}}`, id)
+		}
+		stream <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	c, err := client.NewSSE("http://" + ln.Addr().String() + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 5 {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "echo"
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got := text(res); got != "ours" {
+			t.Fatalf("call %d answered %q: another client's answer delivered", i, got)
+		}
+	}
+	if n := c.Stats().WrongAnswers; n < 15 {
+		t.Errorf("Stats().WrongAnswers = %d, want the 3 of every request counted", n)
+	}
+	if id := c.GetSessionId(); !strings.Contains(id, "s1") {
+		t.Errorf("GetSessionId() = %q, want the endpoint's sessionId", id)
+	}
+}
