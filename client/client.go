@@ -48,9 +48,14 @@ type ResilientClient struct {
 	pool    *pool.Pool[*session]
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
-	notifications  *dispatcher
-	memory         memory      // subscriptions and logging level, restored on every new session
-	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
+	notifications *dispatcher
+	memory        memory // subscriptions and logging level, restored on every new session
+	// spoken is what the endpoint was last found to speak: speaksStateless
+	// (or not known yet), speaksSessionEra (the last session negotiated
+	// opened in the session era), speaksSSE (HTTP+SSE: NewSSE's, or found
+	// by WithSSEFallback, for good). One word for the three, for the size
+	// of the client (TestClientSizeClass).
+	spoken atomic.Int32
 	// affinityReported: a verdict of no affinity was logged and told to
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
@@ -76,7 +81,6 @@ type ResilientClient struct {
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
 	listens             listenSet // what callers of Listen asked for
 	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
-	sseTransport        bool      // NewSSE's: sessions speak HTTP+SSE (sse.go)
 
 	// Lock order of the whole client, outermost first. Four chains:
 	//

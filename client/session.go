@@ -257,10 +257,10 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	switch {
 	case c.stdio != nil:
 		s, err = c.openStdio(ctx, member, c.initRequest())
-	case c.sseTransport:
+	case c.spoken.Load() == speaksSSE:
 		s, err = c.openSSE(ctx, c.initRequest())
 	default:
-		s, err = c.open(ctx)
+		s, err = c.openFallingBack(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
 		c.obs.lostInHandshake(hl, openReason(prev, lost))
@@ -333,7 +333,7 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict
 func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	req := c.initRequest()
 	listen := c.wantsEventStream()
-	if c.sessionEraSeen.Load() {
+	if c.spoken.Load() == speaksSessionEra {
 		s, _, err := c.openWith(ctx, req, sessionEraOnly, listen)
 		if err == nil || !isPermanent(err) {
 			return s, err
@@ -344,7 +344,13 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sessionEraSeen.Store(s.sessionEra)
+	era := speaksStateless
+	if s.sessionEra {
+		era = speaksSessionEra
+	}
+	// Never over an HTTP+SSE finding (WithSSEFallback), which is for good.
+	for cur := c.spoken.Load(); cur != speaksSSE && !c.spoken.CompareAndSwap(cur, era); cur = c.spoken.Load() {
+	}
 	return s, nil
 }
 

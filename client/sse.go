@@ -10,6 +10,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
@@ -54,8 +55,46 @@ func NewSSE(streamURL string, opts ...Option) (*ResilientClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sseTransport = true
+	c.spoken.Store(speaksSSE)
 	return c, nil
+}
+
+// What the endpoint was found to speak (ResilientClient.spoken).
+const (
+	speaksStateless int32 = iota
+	speaksSessionEra
+	speaksSSE
+)
+
+// WithSSEFallback makes a client of New fall back to the HTTP+SSE
+// transport of protocol 2024-11-05 when the endpoint turns out to speak
+// only that: the specification's backwards-compatibility procedure. When
+// initialize POSTed to the URL is answered 400, 404 or 405 (mcp-go's
+// ErrLegacySSEServer), a GET of the same URL is opened expecting an
+// endpoint event; if one comes, the client speaks HTTP+SSE to it from then
+// on, as a client of NewSSE does, and logs it. Default off: New's endpoint
+// is a Streamable HTTP one, and such an answer is a clear error at once
+// (F12). See docs/sse.md for why it is not the default.
+func WithSSEFallback() Option {
+	return optionFunc(func(o *options) { o.sseFallback = true })
+}
+
+// openFallingBack is open, and, with WithSSEFallback, an HTTP+SSE session
+// in place of a Streamable HTTP one the endpoint refused as a legacy
+// server would.
+func (c *ResilientClient) openFallingBack(ctx context.Context) (*session, error) {
+	s, err := c.open(ctx)
+	if err == nil || !c.opts.sseFallback || !errors.Is(err, transport.ErrLegacySSEServer) {
+		return s, err
+	}
+	s, sseErr := c.openSSE(ctx, c.initRequest())
+	if sseErr != nil {
+		c.log.Info("initialize was answered as a legacy server would, and no HTTP+SSE stream either", "endpoint", c.endpoint, "err", sseErr)
+		return nil, err
+	}
+	c.log.Info("the endpoint speaks HTTP+SSE (2024-11-05): the client uses it from now on", "endpoint", c.endpoint)
+	c.spoken.Store(speaksSSE)
+	return s, nil
 }
 
 // openSSE opens a session of the HTTP+SSE transport: the stream, its
