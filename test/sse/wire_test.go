@@ -3,6 +3,7 @@ package sse_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -62,6 +63,47 @@ func TestSSEServerRequests(t *testing.T) {
 // ours, another client's answer with an id such a client counts from: 1,
 // 2, 3. It never reaches a call of ours; it is dropped and counted.
 func TestSSEAnswersOfOthersDropped(t *testing.T) {
+	url := scriptedSSE(t, func(method, id, result string) []string {
+		// Another client's answers first, with the ids it counts.
+		var out []string
+		for n := 1; n <= 3; n++ {
+			out = append(out, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"theirs"}]}}`, n))
+		}
+		return append(out, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
+	})
+	c, err := client.NewSSE(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 5 {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "echo"
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if got := text(res); got != "ours" {
+			t.Fatalf("call %d answered %q: another client's answer delivered", i, got)
+		}
+	}
+	if n := c.Stats().WrongAnswers; n < 15 {
+		t.Errorf("Stats().WrongAnswers = %d, want the 3 of every request counted", n)
+	}
+	if id := c.GetSessionId(); !strings.Contains(id, "s1") {
+		t.Errorf("GetSessionId() = %q, want the endpoint's sessionId", id)
+	}
+}
+
+// scriptedSSE is an HTTP+SSE server of the test's own (for what no real
+// server does on command): its stream names the endpoint
+// /message?sessionId=s1, and each request POSTed is answered on the stream
+// with the messages answer returns for its method, id (as sent) and the
+// result a plain server would give (echo answers "ours").
+func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -101,36 +143,40 @@ func TestSSEAnswersOfOthersDropped(t *testing.T) {
 		default:
 			result = `{"content":[{"type":"text","text":"ours"}]}`
 		}
-		// Another client's answers first, with the ids it counts.
-		for id := 1; id <= 3; id++ {
-			stream <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"theirs"}]}}`, id)
+		for _, m := range answer(msg.Method, string(msg.ID), result) {
+			stream <- m
 		}
-		stream <- fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
 	})}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	c, err := client.NewSSE("http://" + ln.Addr().String() + "/sse")
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String() + "/sse"
+}
+
+// TestSSEAnswerOverTheLimit: an answer larger than WithMaxResponseBytes is
+// read no further than the limit: the stream is dropped (the session with
+// it), and the call, whose answer it was, ends ErrOutcomeUnknown with
+// ErrResponseTooLarge in its chain, by its deadline, the memory bounded.
+func TestSSEAnswerOverTheLimit(t *testing.T) {
+	const limit = 64 << 10
+	big := strings.Repeat("x", 4<<20)
+	url := scriptedSSE(t, func(method, id, result string) []string {
+		if method == "tools/call" {
+			result = `{"content":[{"type":"text","text":"` + big + `"}]}`
+		}
+		return []string{fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)}
+	})
+	c, err := client.NewSSE(url, client.WithMaxResponseBytes(limit))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for i := range 5 {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		if got := text(res); got != "ours" {
-			t.Fatalf("call %d answered %q: another client's answer delivered", i, got)
-		}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	_, err = c.CallTool(ctx, req)
+	if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, client.ErrResponseTooLarge) {
+		t.Fatalf("CallTool: %v; want ErrOutcomeUnknown and ErrResponseTooLarge", err)
 	}
-	if n := c.Stats().WrongAnswers; n < 15 {
-		t.Errorf("Stats().WrongAnswers = %d, want the 3 of every request counted", n)
-	}
-	if id := c.GetSessionId(); !strings.Contains(id, "s1") {
-		t.Errorf("GetSessionId() = %q, want the endpoint's sessionId", id)
-	}
+	t.Logf("%v", err)
 }
