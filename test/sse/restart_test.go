@@ -1,13 +1,9 @@
 package sse_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -62,34 +58,15 @@ func (s *sseServer) unsafe(marker string) mcp.CallToolRequest {
 }
 
 // ran is how many times each unsafe call ran: counted by the server
-// processes, or, for server-everything, the POSTs carrying its marker that
-// the tap saw go out (an upper bound: a POST that reached no handler
-// counts).
-func (s *sseServer) ran() map[string]int {
+// processes, or, for server-everything, by the requests carrying its
+// marker that the tap saw go out and not refused unread (rig's count for
+// server-everything over Streamable HTTP, which reads HTTP/1.1 exchanges
+// alike): an upper bound, a POST that reached no handler counts.
+func (s *sseServer) ran(t *testing.T) map[string]int {
 	if s.proxy == nil {
 		return s.p.runs()
 	}
-	runs := map[string]int{}
-	for _, tap := range s.proxy.Tapped() {
-		r := bufio.NewReader(bytes.NewReader(tap.Sent))
-		for {
-			req, err := http.ReadRequest(r)
-			if err != nil {
-				break
-			}
-			body, _ := io.ReadAll(req.Body)
-			if req.Method != http.MethodPost {
-				continue
-			}
-			if i := bytes.Index(body, []byte(`"marker":"`)); i >= 0 {
-				rest := body[i+len(`"marker":"`):]
-				if j := bytes.IndexByte(rest, '"'); j >= 0 {
-					runs[string(rest[:j])]++
-				}
-			}
-		}
-	}
-	return runs
+	return (&rig.ServerEverything{Proxy: s.proxy}).Ran(t)
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -170,7 +147,7 @@ func runLoad(t *testing.T, c *client.ResilientClient, s *sseServer, stop <-chan 
 // succeeded ran (where the server counts its runs).
 func (l *load) check(t *testing.T, s *sseServer) {
 	t.Helper()
-	runs := s.ran()
+	runs := s.ran(t)
 	for m, n := range runs {
 		if n > 1 {
 			t.Errorf("unsafe call %s ran %d times", m, n)

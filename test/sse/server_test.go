@@ -143,14 +143,13 @@ func gosdkServer(ran func(string)) http.Handler {
 // process is a server of these tests run as a process of its own,
 // started again on the same port after every kill.
 type process struct {
-	t        *testing.T
-	kind     string
-	addr     string
-	log      string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	ssePath  string
-	everyLog string
+	t       *testing.T
+	kind    string
+	addr    string
+	log     string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	ssePath string
 }
 
 // startProcess starts the server of kind ("mcpgo", "gosdk", or

@@ -267,7 +267,7 @@ func (t *Transport) read(body io.ReadCloser, named chan<- error) {
 		return nil
 	})
 	if !first {
-		if err == nil || errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) {
 			err = errors.New("the event stream ended before its endpoint event")
 		}
 		named <- err
