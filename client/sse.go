@@ -44,8 +44,10 @@ import (
 // session (a random prefix per session): a gateway that sends every
 // client's answers to every stream cannot hand this client another's; an
 // answer to an id it did not send is dropped and counted
-// (Stats().WrongAnswers). An event larger than WithMaxResponseBytes ends
-// the stream (the session is lost) rather than being read into memory.
+// (Stats().WrongAnswers). An answer larger than WithMaxResponseBytes is
+// read no further: its call fails with ErrResponseTooLarge (with
+// ErrOutcomeUnknown: it ran), never sent again, if its id came before the
+// limit; else the stream is dropped and the session with it.
 //
 // Every HTTP option applies as for New: the GET and the POSTs go through
 // the same HTTP client, token, headers, cookies and observers. The options

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,15 +109,22 @@ func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream := make(chan string, 64)
+	// The stream opened last gets the answers: one a client dropped may
+	// not have seen its end yet.
+	var mu sync.Mutex
+	var stream chan string
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
+			mine := make(chan string, 64)
+			mu.Lock()
+			stream = mine
+			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "event: endpoint\ndata: /message?sessionId=s1\n\n")
 			w.(http.Flusher).Flush()
 			for {
 				select {
-				case m := <-stream:
+				case m := <-mine:
 					fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
 					w.(http.Flusher).Flush()
 				case <-r.Context().Done():
@@ -144,7 +152,10 @@ func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) 
 			result = `{"content":[{"type":"text","text":"ours"}]}`
 		}
 		for _, m := range answer(msg.Method, string(msg.ID), result) {
-			stream <- m
+			mu.Lock()
+			current := stream
+			mu.Unlock()
+			current <- m
 		}
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -153,30 +164,61 @@ func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) 
 }
 
 // TestSSEAnswerOverTheLimit: an answer larger than WithMaxResponseBytes is
-// read no further than the limit: the stream is dropped (the session with
-// it), and the call, whose answer it was, ends ErrOutcomeUnknown with
-// ErrResponseTooLarge in its chain, by its deadline, the memory bounded.
+// read no further than the limit, by its deadline, the memory bounded.
+// When its id comes first (mcp-go's and go-sdk's servers write it so), the
+// call whose answer it was ends at once, ErrOutcomeUnknown with
+// ErrResponseTooLarge, never sent again (the same answer would come back),
+// and the rest of the event is skipped: the session is kept. When the id
+// comes after the limit (the TypeScript SDK writes the result first), the
+// stream is dropped, the session with it, and the calls in flight end as
+// answers lost with their stream: replayed if safe, here until the
+// attempts run out, ErrResponseTooLarge in the chain.
 func TestSSEAnswerOverTheLimit(t *testing.T) {
 	const limit = 64 << 10
-	big := strings.Repeat("x", 4<<20)
-	url := scriptedSSE(t, func(method, id, result string) []string {
-		if method == "tools/call" {
-			result = `{"content":[{"type":"text","text":"` + big + `"}]}`
+	big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 4<<20) + `"}]}`
+	for _, idFirst := range []bool{true, false} {
+		name := "id first"
+		if !idFirst {
+			name = "id after the result"
 		}
-		return []string{fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)}
-	})
-	c, err := client.NewSSE(url, client.WithMaxResponseBytes(limit))
-	if err != nil {
-		t.Fatal(err)
+		t.Run(name, func(t *testing.T) {
+			url := scriptedSSE(t, func(method, id, result string) []string {
+				if method != "tools/call" {
+					return []string{fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)}
+				}
+				if idFirst {
+					return []string{fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, big)}
+				}
+				return []string{fmt.Sprintf(`{"result":%s,"jsonrpc":"2.0","id":%s}`, big, id)}
+			})
+			c, err := client.NewSSE(url, client.WithMaxResponseBytes(limit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "echo"
+			_, err = c.CallTool(ctx, req)
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, client.ErrResponseTooLarge) {
+				t.Fatalf("CallTool: %v; want ErrOutcomeUnknown and ErrResponseTooLarge", err)
+			}
+			t.Logf("%v", err)
+			st := c.Stats()
+			if idFirst {
+				if st.Retries != 0 || st.Redials != 0 {
+					t.Errorf("Stats: %d retries, %d redials: want the call never sent again and the session kept", st.Retries, st.Redials)
+				}
+				if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+					t.Errorf("the session after the skipped event: %v", err)
+				}
+				if st := c.Stats(); st.Redials != 0 {
+					t.Errorf("Stats: %d redials after the skipped event", st.Redials)
+				}
+			} else if st.Redials == 0 {
+				t.Error("the stream was not dropped")
+			}
+		})
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "echo"
-	_, err = c.CallTool(ctx, req)
-	if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, client.ErrResponseTooLarge) {
-		t.Fatalf("CallTool: %v; want ErrOutcomeUnknown and ErrResponseTooLarge", err)
-	}
-	t.Logf("%v", err)
 }

@@ -22,8 +22,9 @@
 //   - the endpoint must be on the stream's origin (scheme, host and port):
 //     one on another is refused at once (mcp-go's compares the host only,
 //     logs, and waits for its timeout);
-//   - an event over the size limit ends the stream instead of being read
-//     into memory.
+//   - an event over the size limit is read no further: the call it answers
+//     fails with ErrResponseTooLarge if its id came first, else the stream
+//     is dropped.
 //
 // The HTTP client given is the client's own chain (token, credentials,
 // observers, the guard): the GET and the POSTs go through it as every
@@ -179,7 +180,9 @@ func (t *Transport) Served() bool { return t.served.Load() }
 func (t *Transport) Start(ctx context.Context) error {
 	// The stream outlives Start: it runs under the transport's context,
 	// and Start's ends only the wait.
-	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.cfg.URL.String(), nil)
+	// Unguarded: the reader bounds each event itself, and can tell which
+	// call an answer over the limit was for (readEvents).
+	req, err := http.NewRequestWithContext(wire.Unguarded(t.ctx), http.MethodGet, t.cfg.URL.String(), nil)
 	if err != nil {
 		return err
 	}
@@ -241,7 +244,7 @@ func (t *Transport) read(body io.ReadCloser, named chan<- error) {
 	defer t.wg.Done()
 	defer body.Close()
 	var first bool
-	err := readEvents(body, t.cfg.Limit, func(event string, data []byte) error {
+	err := readEvents(body, t.cfg.Limit, t.tooLarge, func(event string, data []byte) error {
 		if event == "endpoint" {
 			if first {
 				t.cfg.Log.Warn("a second endpoint event on the stream: ignored", "endpoint", string(data))
@@ -311,6 +314,56 @@ func (t *Transport) lose(cause error) {
 	}
 	t.lostEnd()
 	close(t.lostCh)
+}
+
+// tooLarge is what an event over the limit means, given the first limit
+// bytes of its data: if they name a request this transport waits for, its
+// call fails with ErrResponseTooLarge (it ran; the same answer would come
+// back) and the rest of the event is skipped, the session kept; else the
+// stream is dropped, and the session with it, since whose answer it was
+// cannot be told (the TypeScript SDK writes the id after the result).
+func (t *Transport) tooLarge(prefix []byte) bool {
+	var key string
+	if id := answerID(prefix); id == nil || json.Unmarshal(id, &key) != nil {
+		return false
+	}
+	t.mu.Lock()
+	p := t.pending[key]
+	delete(t.pending, key)
+	t.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	t.cfg.Log.Warn("an answer over the limit: skipped, its call fails", "limit", t.cfg.Limit)
+	p.ch <- answerTooLarge
+	return true
+}
+
+// answerTooLarge is delivered in place of an answer over the limit.
+var answerTooLarge = new(transport.JSONRPCResponse)
+
+// answerID is the id of the JSON-RPC answer that prefix begins, if its
+// top level shows one before the prefix ends: nil for a request or a
+// notification (a method before the id), or if the id comes after.
+func answerID(prefix []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil || key == "method" {
+			return nil
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if key == "id" {
+			return value
+		}
+	}
+	return nil
 }
 
 // message is any JSON-RPC message, as read to route it.
@@ -442,11 +495,19 @@ func (t *Transport) SendRequest(ctx context.Context, request transport.JSONRPCRe
 	}
 	select {
 	case resp := <-p.ch:
+		if resp == answerTooLarge {
+			wire.RefuseEventTooLarge(ctx, t.cfg.Limit)
+			return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.cfg.Limit)
+		}
 		return resp, nil
 	case <-t.lostCh:
 		drop()
 		select {
 		case resp := <-p.ch: // it came before the end
+			if resp == answerTooLarge {
+				wire.RefuseEventTooLarge(ctx, t.cfg.Limit)
+				return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.cfg.Limit)
+			}
 			return resp, nil
 		default:
 		}
@@ -574,20 +635,25 @@ func (t *Transport) Close() error {
 // readEvents reads an event stream's events, each handed to f with its
 // name ("" if none) and its data; it returns f's error, or the stream's
 // (io.EOF at its end). An event whose data, with the line being read,
-// exceeds limit ends the stream with wire.ErrResponseTooLarge: the
-// connection is dropped, memory is not spent.
-func readEvents(r io.Reader, limit int64, f func(event string, data []byte) error) error {
+// exceeds limit is read no further than the limit: tooLarge is given what
+// was read of its data, and if it reports true the rest of the event is
+// skipped (read and dropped, line by line) and the stream goes on; else
+// the stream ends with wire.ErrResponseTooLarge. Memory is bounded by the
+// limit either way.
+func readEvents(r io.Reader, limit int64, tooLarge func(prefix []byte) bool, f func(event string, data []byte) error) error {
 	br := bufio.NewReaderSize(r, 4<<10)
 	var event string
 	var data, line []byte
 	hasData := false
 	for {
 		line = line[:0]
+		over := false
 		for {
 			chunk, err := br.ReadSlice('\n')
 			line = append(line, chunk...)
 			if int64(len(line)+len(data)) > limit {
-				return &tooLargeError{limit: limit}
+				over = true
+				break
 			}
 			if err == bufio.ErrBufferFull {
 				continue
@@ -596,6 +662,23 @@ func readEvents(r io.Reader, limit int64, f func(event string, data []byte) erro
 				return err
 			}
 			break
+		}
+		if over {
+			prefix := data
+			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if hasData {
+					prefix = append(prefix, '\n')
+				}
+				prefix = append(prefix, bytes.TrimPrefix(v, []byte(" "))...)
+			}
+			if !tooLarge(prefix) {
+				return &tooLargeError{limit: limit}
+			}
+			if err := skipEvent(br, line); err != nil {
+				return err
+			}
+			event, data, line, hasData = "", nil, nil, false
+			continue
 		}
 		l := bytes.TrimRight(line, "\r\n")
 		switch {
@@ -621,6 +704,22 @@ func readEvents(r io.Reader, limit int64, f func(event string, data []byte) erro
 				data, hasData = append(data, value...), true
 			}
 		}
+	}
+}
+
+// skipEvent reads the rest of an event, after line, its last bytes read,
+// up to the blank line that ends it.
+func skipEvent(br *bufio.Reader, line []byte) error {
+	atLineStart := len(line) > 0 && line[len(line)-1] == '\n'
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			return err
+		}
+		if atLineStart && len(bytes.TrimRight(chunk, "\r\n")) == 0 && err == nil {
+			return nil // the blank line
+		}
+		atLineStart = err == nil
 	}
 }
 

@@ -34,16 +34,3 @@ func (e *lineTooLargeError) Error() string {
 }
 
 func (e *lineTooLargeError) Is(target error) bool { return target == ErrResponseTooLarge }
-
-// MarkStreamCut records, on the exchange ctx carries (none: nothing), that
-// the request sent under ctx was accepted and its answer was due on an
-// event stream that was cut before it came: an HTTP+SSE session's stream
-// (client/internal/sse). The policy reads it as it reads a response
-// stream cut before its answer (F28): the request may have run.
-func MarkStreamCut(ctx context.Context) {
-	if ex, ok := ctx.Value(exchangeKey{}).(*Exchange); ok {
-		ex.mu.Lock()
-		ex.streamed, ex.cut = true, true
-		ex.mu.Unlock()
-	}
-}
