@@ -28,7 +28,7 @@ func startServer(t *testing.T, kind string) *sseServer {
 	t.Helper()
 	p := startProcess(t, kind)
 	s := &sseServer{p: p, url: p.URL()}
-	if kind == "everything" {
+	if typescript(kind) {
 		proxy, err := faultproxy.New(p.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func startServer(t *testing.T, kind string) *sseServer {
 }
 
 func (s *sseServer) echo(text string) (mcp.CallToolRequest, string) {
-	if s.p.kind == "everything" {
+	if typescript(s.p.kind) {
 		return rig.ToolRequest("echo", map[string]any{"message": text}), "Echo: " + text
 	}
 	return rig.ToolRequest("echo", map[string]any{"text": text}), text
@@ -51,7 +51,7 @@ func (s *sseServer) echo(text string) (mcp.CallToolRequest, string) {
 // carrying marker: server-everything's toggle-simulated-logging (the
 // marker rides in the body for the tap to find), ours' increment.
 func (s *sseServer) unsafe(marker string) mcp.CallToolRequest {
-	if s.p.kind == "everything" {
+	if typescript(s.p.kind) {
 		return rig.ToolRequest("toggle-simulated-logging", map[string]any{"marker": marker})
 	}
 	return rig.ToolRequest("increment", map[string]any{"id": marker})
@@ -68,6 +68,17 @@ func (s *sseServer) ran(t *testing.T) map[string]int {
 	}
 	return (&rig.ServerEverything{Proxy: s.proxy}).Ran(t)
 }
+
+// newSessions is how many sessions c opened in place of lost or expired
+// ones.
+func newSessions(c *client.ResilientClient) uint64 {
+	st := c.Stats()
+	return st.Redials + st.Reinitializations
+}
+
+// typescript reports whether the server of kind is server-everything,
+// directly or behind supergateway: its tools, and runs counted by a tap.
+func typescript(kind string) bool { return kind == "everything" || kind == "supergateway" }
 
 func text(res *mcp.CallToolResult) string {
 	if res == nil || len(res.Content) == 0 {
@@ -165,7 +176,7 @@ func (l *load) check(t *testing.T, s *sseServer) {
 // the same port three times while 8 goroutines call. Every safe call
 // succeeds, no unannotated tool runs twice, every failure is typed.
 func TestSSERestartUnderLoad(t *testing.T) {
-	for _, kind := range []string{"everything", "mcpgo", "gosdk"} {
+	for _, kind := range []string{"everything", "mcpgo", "gosdk", "supergateway"} {
 		t.Run(kind, func(t *testing.T) {
 			s := startServer(t, kind)
 			c, err := client.NewSSE(s.url, client.WithKeepAlive(time.Second))
@@ -178,9 +189,18 @@ func TestSSERestartUnderLoad(t *testing.T) {
 			}
 			stop := make(chan struct{})
 			l := runLoad(t, c, s, stop)
-			for range 3 {
+			for i := range 3 {
 				time.Sleep(700 * time.Millisecond)
+				before := newSessions(c)
 				s.p.restart()
+				// The next restart once the client is back on this one
+				// (supergateway and its child take a second to serve).
+				for deadline := time.Now().Add(20 * time.Second); newSessions(c) == before && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if newSessions(c) == before {
+					t.Fatalf("no new session within 20 s of restart %d", i+1)
+				}
 			}
 			time.Sleep(700 * time.Millisecond)
 			close(stop)

@@ -21,6 +21,7 @@ import (
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resilientmcp/resilientmcp/test/internal/everything"
+	"github.com/resilientmcp/resilientmcp/test/internal/supergateway"
 )
 
 // The servers of these tests run as processes, this test binary executed
@@ -152,8 +153,9 @@ type process struct {
 	ssePath string
 }
 
-// startProcess starts the server of kind ("mcpgo", "gosdk", or
-// "everything": server-everything's SSE mode with node) on a free port.
+// startProcess starts the server of kind ("mcpgo", "gosdk", "everything":
+// server-everything's SSE mode with node, or "supergateway":
+// server-everything over stdio behind supergateway) on a free port.
 func startProcess(t *testing.T, kind string) *process {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -175,9 +177,12 @@ func (p *process) start() {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		var cmd *exec.Cmd
-		if p.kind == "everything" {
+		switch p.kind {
+		case "everything":
 			cmd = everythingSSE(t, p.addr)
-		} else {
+		case "supergateway":
+			cmd = supergatewaySSE(t, p.addr)
+		default:
 			cmd = exec.Command(os.Args[0], "-test.run=^TestHelperSSEServer$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "SSESERVER_KIND="+p.kind, "SSESERVER_ADDR="+p.addr, "SSESERVER_LOG="+p.log)
 		}
@@ -235,6 +240,15 @@ func (p *process) runs() map[string]int {
 		}
 	}
 	return out
+}
+
+func supergatewaySSE(t *testing.T, addr string) *exec.Cmd {
+	if err := supergateway.Installed(); err != nil {
+		t.Skipf("supergateway: %v", err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return supergateway.Command(n)
 }
 
 func everythingSSE(t *testing.T, addr string) *exec.Cmd {

@@ -22,22 +22,27 @@ import (
 //   - go-sdk's SSE handler: 404 "session not found";
 //   - server-everything's SSE mode (the TypeScript SDK's SSEServerTransport
 //     under express): nothing at all. Its POST handler logs "No transport
-//     found" and never answers, so the POST hangs.
+//     found" and never answers, so the POST hangs;
+//   - supergateway 4.0.0: 503 "No active SSE connection for session …".
 //
 // The client reads the first two as an expired session (a 404, or a 400
 // on a session that has served: policy.Session.SessionInURL); the third
 // it never meets, since it sends nothing on an endpoint whose stream has
-// ended, and a POST in flight when the stream ends is given up.
+// ended, and a POST in flight when the stream ends is given up; the
+// fourth, supergateway's 503, it reads as busy (not sent, retried by the
+// backoff), which is so: supergateway forgets a session only when its
+// stream ends, and the stream's end has replaced the session by then.
 func TestSSEUnknownSessionAnswers(t *testing.T) {
 	want := map[string]struct {
 		status int
 		body   string
 	}{
-		"mcpgo":      {http.StatusBadRequest, "Invalid session ID"},
-		"gosdk":      {http.StatusNotFound, "session not found"},
-		"everything": {0, ""},
+		"mcpgo":        {http.StatusBadRequest, "Invalid session ID"},
+		"gosdk":        {http.StatusNotFound, "session not found"},
+		"everything":   {0, ""},
+		"supergateway": {http.StatusServiceUnavailable, "No active SSE connection for session"},
 	}
-	for _, kind := range []string{"mcpgo", "gosdk", "everything"} {
+	for _, kind := range []string{"mcpgo", "gosdk", "everything", "supergateway"} {
 		t.Run(kind, func(t *testing.T) {
 			p := startProcess(t, kind)
 			endpoint := endpointOf(t, p.URL())

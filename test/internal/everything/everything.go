@@ -197,3 +197,8 @@ func SSECommand(port int) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	return cmd
 }
+
+// LoopbackPreload is the file to give node's --require so that a server
+// given a port alone listens on 127.0.0.1 (loopback.cjs), for the other
+// node servers of the tests.
+func LoopbackPreload() string { return filepath.Join(dir(), "loopback.cjs") }
