@@ -176,7 +176,7 @@ func (l *load) check(t *testing.T, s *sseServer) {
 // the same port three times while 8 goroutines call. Every safe call
 // succeeds, no unannotated tool runs twice, every failure is typed.
 func TestSSERestartUnderLoad(t *testing.T) {
-	for _, kind := range []string{"everything", "mcpgo", "gosdk", "supergateway"} {
+	for _, kind := range []string{"everything", "mcpgo", "gosdk", "supergateway", "fastmcp"} {
 		t.Run(kind, func(t *testing.T) {
 			s := startServer(t, kind)
 			c, err := client.NewSSE(s.url, client.WithKeepAlive(time.Second))

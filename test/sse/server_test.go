@@ -21,6 +21,7 @@ import (
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/resilientmcp/resilientmcp/test/internal/everything"
+	"github.com/resilientmcp/resilientmcp/test/internal/fastmcp"
 	"github.com/resilientmcp/resilientmcp/test/internal/supergateway"
 )
 
@@ -155,7 +156,8 @@ type process struct {
 
 // startProcess starts the server of kind ("mcpgo", "gosdk", "everything":
 // server-everything's SSE mode with node, or "supergateway":
-// server-everything over stdio behind supergateway) on a free port.
+// server-everything over stdio behind supergateway, or "fastmcp": a
+// FastMCP server of ours, its /sse) on a free port.
 func startProcess(t *testing.T, kind string) *process {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -182,11 +184,20 @@ func (p *process) start() {
 			cmd = everythingSSE(t, p.addr)
 		case "supergateway":
 			cmd = supergatewaySSE(t, p.addr)
+		case "fastmcp":
+			if err := fastmcp.Installed(); err != nil {
+				t.Skipf("fastmcp: %v", err)
+			}
+			_, port, _ := net.SplitHostPort(p.addr)
+			n, _ := strconv.Atoi(port)
+			cmd = fastmcp.Command(n, p.log)
 		default:
 			cmd = exec.Command(os.Args[0], "-test.run=^TestHelperSSEServer$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "SSESERVER_KIND="+p.kind, "SSESERVER_ADDR="+p.addr, "SSESERVER_LOG="+p.log)
 		}
-		cmd.Stderr = os.Stderr
+		if p.kind != "fastmcp" { // it logs every connection to stderr
+			cmd.Stderr = os.Stderr
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -23,9 +23,11 @@ import (
 //   - server-everything's SSE mode (the TypeScript SDK's SSEServerTransport
 //     under express): nothing at all. Its POST handler logs "No transport
 //     found" and never answers, so the POST hangs;
-//   - supergateway 4.0.0: 503 "No active SSE connection for session …".
+//   - supergateway 4.0.0: 503 "No active SSE connection for session …";
+//   - FastMCP 4.20.16 (mcp-proxy's SSE handler): a plain-text 400 "No
+//     active transport".
 //
-// The client reads the first two as an expired session (a 404, or a 400
+// The client reads the first two, and FastMCP's, as an expired session (a 404, or a 400
 // on a session that has served: policy.Session.SessionInURL); the third
 // it never meets, since it sends nothing on an endpoint whose stream has
 // ended, and a POST in flight when the stream ends is given up; the
@@ -41,8 +43,9 @@ func TestSSEUnknownSessionAnswers(t *testing.T) {
 		"gosdk":        {http.StatusNotFound, "session not found"},
 		"everything":   {0, ""},
 		"supergateway": {http.StatusServiceUnavailable, "No active SSE connection for session"},
+		"fastmcp":      {http.StatusBadRequest, "No active transport"},
 	}
-	for _, kind := range []string{"mcpgo", "gosdk", "everything", "supergateway"} {
+	for _, kind := range []string{"mcpgo", "gosdk", "everything", "supergateway", "fastmcp"} {
 		t.Run(kind, func(t *testing.T) {
 			p := startProcess(t, kind)
 			endpoint := endpointOf(t, p.URL())
