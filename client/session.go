@@ -48,8 +48,7 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
-	proc      *stdioProcess  // a stdio server's process, one per session (stdio.go); nil over HTTP
-	sse       *sse.Transport // an HTTP+SSE session's transport (sse.go); nil otherwise
+	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -75,7 +74,15 @@ func (s *session) markServed() {
 
 // policy is what the policy needs to know of s.
 func (s *session) policy() policy.Session {
-	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), SessionInURL: s.sse != nil}
+	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), SessionInURL: s.sse() != nil}
+}
+
+// sse is an HTTP+SSE session's transport (sse.go), nil for any other:
+// read from mcp-go's client rather than kept, which would cost every
+// session of every client a field (BenchmarkIdleClients).
+func (s *session) sse() *sse.Transport {
+	t, _ := s.mc.GetTransport().(*sse.Transport)
+	return t
 }
 
 func (s *session) close() {
@@ -228,7 +235,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
 	// An HTTP+SSE session whose stream is gone is gone: nothing to ask.
-	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable && (prev.sse == nil || prev.sse.Lost() == nil) {
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable && (prev.sse() == nil || prev.sse().Lost() == nil) {
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)

@@ -135,7 +135,7 @@ func (c *ResilientClient) openSSE(ctx context.Context, req *mcp.InitializeReques
 	}
 	c.stats.sessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
-	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), sse: tr}
+	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now()}
 	// Notifications come on the session's stream, always.
 	s.listening.Store(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
