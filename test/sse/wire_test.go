@@ -104,6 +104,12 @@ func TestSSEAnswersOfOthersDropped(t *testing.T) {
 // with the messages answer returns for its method, id (as sent) and the
 // result a plain server would give (echo answers "ours").
 func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) string {
+	return scriptedSSEInspecting(t, nil, answer)
+}
+
+// scriptedSSEInspecting is scriptedSSE, with every request shown to
+// inspect first.
+func scriptedSSEInspecting(t *testing.T, inspect func(*http.Request), answer func(method, id, result string) []string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -114,6 +120,9 @@ func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) 
 	var mu sync.Mutex
 	var stream chan string
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inspect != nil {
+			inspect(r)
+		}
 		if r.Method == http.MethodGet {
 			mine := make(chan string, 64)
 			mu.Lock()
