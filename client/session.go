@@ -74,7 +74,14 @@ func (s *session) markServed() {
 
 // policy is what the policy needs to know of s.
 func (s *session) policy() policy.Session {
-	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), SessionInURL: s.sse() != nil}
+	p := policy.Session{SessionEra: s.sessionEra, Served: s.served.Load()}
+	if t := s.sse(); t != nil {
+		// The session is its stream's, named in its endpoint's URL.
+		p.SessionInURL, p.StreamLost = true, t.Lost() != nil
+	} else {
+		p.Sessionless = s.proc == nil && s.mc.GetSessionId() == ""
+	}
+	return p
 }
 
 // sse is an HTTP+SSE session's transport (sse.go), nil for any other:
@@ -234,8 +241,8 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
-	// An HTTP+SSE session whose stream is gone is gone: nothing to ask.
-	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable && (prev.sse() == nil || prev.sse().Lost() == nil) {
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable &&
+		policy.KeepThroughOutage(prev.policy()) {
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)

@@ -190,7 +190,7 @@ func (p *process) start() {
 			}
 			_, port, _ := net.SplitHostPort(p.addr)
 			n, _ := strconv.Atoi(port)
-			cmd = fastmcp.Command(n, p.log)
+			cmd = fastmcp.SSECommand(n, p.log)
 		default:
 			cmd = exec.Command(os.Args[0], "-test.run=^TestHelperSSEServer$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "SSESERVER_KIND="+p.kind, "SSESERVER_ADDR="+p.addr, "SSESERVER_LOG="+p.log)

@@ -145,6 +145,13 @@ type Session struct {
 	// to, not in a header (HTTP+SSE, 2024-11-05), and its server answers
 	// a session it no longer knows with a 400 that is often plain text.
 	SessionInURL bool
+	// StreamLost: the HTTP+SSE stream the session lived on has ended, so
+	// the session has (KeepThroughOutage).
+	StreamLost bool
+	// Sessionless: nothing proves which server answers it: an HTTP
+	// session without an Mcp-Session-Id (a stateless server, or the
+	// 2026-07-28 era). See KeepThroughOutage and Reidentify.
+	Sessionless bool
 }
 
 // Classify decides what a failed attempt means. It is the one place that

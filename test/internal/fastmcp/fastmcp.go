@@ -1,7 +1,9 @@
-// Package fastmcp runs a FastMCP server (the TypeScript framework, pinned
-// by this directory's package-lock.json; server.mjs) as a node child
-// process on 127.0.0.1, for test/sse: FastMCP's HTTP stream transport also
-// speaks HTTP+SSE, at /sse.
+// Package fastmcp runs a small FastMCP (TypeScript) server in stateless
+// mode, server.mjs, on the fastmcp package pinned by this directory's
+// package-lock.json, as a node child process: a sessionless server nobody
+// here wrote, for the tests that restart it as another program. SSECommand
+// runs another, sse.mjs, with sessions, whose HTTP+SSE transport (/sse)
+// test/sse speaks to.
 //
 // Install it with: npm ci --prefix test/internal/fastmcp
 package fastmcp
@@ -18,28 +20,35 @@ import (
 // Version is the pinned version of fastmcp (package.json).
 const Version = "4.20.16"
 
+// dir is this package's directory, where package.json and node_modules are.
 func dir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(file)
 }
 
-// Installed returns nil if node and the pinned FastMCP are there, else an
+// Installed returns nil if node and the pinned fastmcp are there, else an
 // error saying what is missing and how to install it.
 func Installed() error {
 	if _, err := exec.LookPath("node"); err != nil {
 		return fmt.Errorf("node is not installed (apt-get install nodejs npm), then: npm ci --prefix test/internal/fastmcp")
 	}
-	if _, err := os.Stat(filepath.Join(dir(), "node_modules", "fastmcp")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir(), "node_modules", "fastmcp", "package.json")); err != nil {
 		return fmt.Errorf("fastmcp %s is not installed: npm ci --prefix test/internal/fastmcp", Version)
 	}
 	return nil
 }
 
-// Command is the command that runs server.mjs on port of 127.0.0.1, each
-// run of its tool "increment" appended to runs; the caller starts and ends
-// it.
-func Command(port int, runs string) *exec.Cmd {
-	cmd := exec.Command("node", filepath.Join(dir(), "server.mjs"))
+// Command is the command that runs server.mjs: node and its arguments. The
+// server reads what it is from its environment (see server.mjs).
+func Command() (string, []string) {
+	return "node", []string{filepath.Join(dir(), "server.mjs")}
+}
+
+// SSECommand is the command that runs sse.mjs on port of 127.0.0.1 (its
+// HTTP+SSE stream at /sse), each run of its tool "increment" appended to
+// runs; the caller starts and ends it.
+func SSECommand(port int, runs string) *exec.Cmd {
+	cmd := exec.Command("node", filepath.Join(dir(), "sse.mjs"))
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "SSESERVER_LOG="+runs)
 	return cmd
 }

@@ -1,26 +1,28 @@
-// A FastMCP server for test/sse: the tools are ours, written with FastMCP's
-// API as any author of a FastMCP server would; the transport is FastMCP's
-// (mcp-proxy's startHTTPServer: Streamable HTTP at /mcp, HTTP+SSE at /sse).
-// PORT is where it listens, on 127.0.0.1; each run of the unannotated tool
-// "increment" appends its id to the file SSESERVER_LOG (O_APPEND), so that a
-// test counts runs across processes.
+// A small FastMCP server in stateless mode (no Mcp-Session-Id), for
+// test/listings: it names itself SERVER_NAME, offers the tool "mark"
+// (annotated readOnlyHint when READ_ONLY=1, which appends a line to
+// RUNS_FILE each time it runs), the prompt PROMPT and the resource
+// RESOURCE, on 127.0.0.1:PORT/mcp. The test kills it with SIGKILL.
 import { appendFileSync } from "node:fs";
 import { FastMCP } from "fastmcp";
-import { z } from "zod";
 
-const server = new FastMCP({ name: "resilientmcp-fastmcp", version: "1.0.0" });
+const env = process.env;
+const server = new FastMCP({ name: env.SERVER_NAME, version: "1.0.0" });
 server.addTool({
-  name: "echo",
-  annotations: { readOnlyHint: true },
-  parameters: z.object({ text: z.string() }),
-  execute: async (args) => args.text,
-});
-server.addTool({
-  name: "increment",
-  parameters: z.object({ id: z.string() }),
-  execute: async (args) => {
-    appendFileSync(process.env.SSESERVER_LOG, args.id + "\n");
-    return "incremented";
+  name: "mark",
+  description: "records a run",
+  annotations: { readOnlyHint: env.READ_ONLY === "1" },
+  execute: async () => {
+    appendFileSync(env.RUNS_FILE, "run\n");
+    if (env.DIE_ON_MARK === "1") {
+      process.kill(process.pid, "SIGKILL"); // ran, and never answers
+    }
+    return "marked";
   },
 });
-await server.start({ transportType: "httpStream", httpStream: { port: Number(process.env.PORT), host: "127.0.0.1" } });
+server.addPrompt({ name: env.PROMPT, description: "a prompt", load: async () => "hello" });
+server.addResource({ uri: env.RESOURCE, name: "r", mimeType: "text/plain", load: async () => ({ text: "r" }) });
+await server.start({
+  transportType: "httpStream",
+  httpStream: { host: "127.0.0.1", port: Number(env.PORT), endpoint: "/mcp", stateless: true },
+});
