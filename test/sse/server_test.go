@@ -204,7 +204,9 @@ func (p *process) start() {
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
 		p.cmd, p.exited = cmd, exited
-		deadline := time.Now().Add(15 * time.Second)
+		// supergateway starts node twice (itself, its child): under a
+		// loaded machine (CI runs packages in parallel) that took over 15 s.
+		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
 			select {
 			case <-exited:
