@@ -99,8 +99,8 @@ func TestSSEAnswersOfOthersDropped(t *testing.T) {
 }
 
 // scriptedSSE is an HTTP+SSE server of the test's own (for what no real
-// server does on command): its stream names the endpoint
-// /message?sessionId=s1, and each request POSTed is answered on the stream
+// server does on command): each stream names the endpoint
+// /message?sessionId=sN, and each request POSTed is answered on its stream
 // with the messages answer returns for its method, id (as sent) and the
 // result a plain server would give (echo answers "ours").
 func scriptedSSE(t *testing.T, answer func(method, id, result string) []string) string {
@@ -115,10 +115,10 @@ func scriptedSSEInspecting(t *testing.T, inspect func(*http.Request), answer fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stream opened last gets the answers: one a client dropped may
-	// not have seen its end yet.
+	// Each stream is a session, s1, s2, …, named in its endpoint; a POST
+	// is answered on its session's stream.
 	var mu sync.Mutex
-	var stream chan string
+	streams := map[string]chan string{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inspect != nil {
 			inspect(r)
@@ -126,10 +126,11 @@ func scriptedSSEInspecting(t *testing.T, inspect func(*http.Request), answer fun
 		if r.Method == http.MethodGet {
 			mine := make(chan string, 64)
 			mu.Lock()
-			stream = mine
+			id := fmt.Sprintf("s%d", len(streams)+1)
+			streams[id] = mine
 			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprint(w, "event: endpoint\ndata: /message?sessionId=s1\n\n")
+			fmt.Fprintf(w, "event: endpoint\ndata: /message?sessionId=%s\n\n", id)
 			w.(http.Flusher).Flush()
 			for {
 				select {
@@ -160,11 +161,11 @@ func scriptedSSEInspecting(t *testing.T, inspect func(*http.Request), answer fun
 		default:
 			result = `{"content":[{"type":"text","text":"ours"}]}`
 		}
+		mu.Lock()
+		stream := streams[r.URL.Query().Get("sessionId")]
+		mu.Unlock()
 		for _, m := range answer(msg.Method, string(msg.ID), result) {
-			mu.Lock()
-			current := stream
-			mu.Unlock()
-			current <- m
+			stream <- m
 		}
 	})}
 	go func() { _ = srv.Serve(ln) }()
