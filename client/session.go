@@ -16,6 +16,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
+	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
@@ -48,7 +49,7 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
-	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
+	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -100,7 +101,7 @@ func (s *session) close() {
 	}
 	_ = s.mc.Close()
 	if s.proc != nil {
-		s.proc.stop() // stdin closed, SIGTERM, SIGKILL, to its process group
+		s.proc.Stop() // stdin closed, SIGTERM, SIGKILL, to its process group
 	}
 }
 
