@@ -43,9 +43,10 @@ type Input struct {
 // Code's, VS Code's) and a few of the fleet's own. A plain value, safe for
 // concurrent reading.
 type ServerConfig struct {
-	// Type is "stdio"; "http" (or "streamable-http", "streamable_http",
-	// "streamableHttp"); or "sse". Empty: stdio if Command is set, http if
-	// URL is.
+	// Type is "stdio" (client.NewStdio); "http" (or "streamable-http",
+	// "streamable_http", "streamableHttp": client.New); or "sse" (the
+	// 2024-11-05 HTTP+SSE transport: client.NewSSE). Empty: stdio if
+	// Command is set, http if URL is.
 	Type string
 
 	// Command, Args, Env and Cwd start a stdio server. The process gets the

@@ -440,8 +440,10 @@ func newTransportClient(t string, s ServerConfig, opts []client.Option) (*client
 		return client.NewStdio(s.Command, s.Args, opts...)
 	case transportHTTP:
 		return client.New(s.URL, opts...)
+	case transportSSE:
+		return client.NewSSE(s.URL, opts...)
 	}
-	return nil, errors.New(`type "sse" (HTTP+SSE, 2024-11-05) is not supported by this version`)
+	return nil, fmt.Errorf("type %q: no constructor", t)
 }
 
 // list lists the member's tools. A failure keeps the last listing, marked

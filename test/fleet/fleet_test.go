@@ -131,6 +131,7 @@ func partialConfig(t *testing.T, deadURL string) (fleet.Config, *proc, *proc) {
 		"everything": everythingStdio(t),
 		"gosdk":      {Type: "http", URL: goSDK.URL()},
 		"mcpgo":      {Type: "streamable-http", URL: mcpGo.URL()},
+		"legacy":     {Type: "sse", URL: mcpGo.SSEURL()},
 		"nocommand":  {Command: "/nonexistent/fleet-test-server"},
 		"deadurl":    {URL: deadURL},
 	}}, goSDK, mcpGo
@@ -148,7 +149,7 @@ func TestPartialFailure(t *testing.T) {
 	}
 	t.Logf("Start returned after %v", took)
 	names := toolNames(t, f)
-	for _, want := range []string{"everything__echo", "gosdk__greet", "gosdk__greet__structured_", "mcpgo__echo", "mcpgo__whoami"} {
+	for _, want := range []string{"everything__echo", "gosdk__greet", "gosdk__greet__structured_", "mcpgo__echo", "mcpgo__whoami", "legacy__whoami"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s not listed: %v", want, names)
 		}
@@ -174,8 +175,10 @@ func TestPartialFailure(t *testing.T) {
 		t.Errorf("deadurl's cause: %v", err)
 	}
 	// A call to a broken server's tool fails at once; another server's works.
-	if _, err := f.CallTool(testContext(t, 10*time.Second), call("mcpgo__echo", map[string]any{"text": "hi"})); err != nil {
-		t.Error(err)
+	for _, tool := range []string{"mcpgo__echo", "legacy__echo", "gosdk__greet", "everything__echo"} {
+		if _, err := f.CallTool(testContext(t, 10*time.Second), call(tool, map[string]any{"text": "hi", "name": "x", "message": "hi"})); err != nil {
+			t.Errorf("%s: %v", tool, err)
+		}
 	}
 	if _, err := f.CallTool(testContext(t, 10*time.Second), call("deadurl__echo", nil)); !errors.Is(err, fleet.ErrUnknownTool) {
 		t.Errorf("a tool no server lists: %v", err)

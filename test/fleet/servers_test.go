@@ -32,7 +32,8 @@ var longTool = "a_tool_with_a_name_far_longer_than_a_model_api_accepts_" + strin
 // process of its own by startMCPGo: tools "echo" and "whoami" answer with
 // its id, longTool answers "long", "grow" adds the tool "grown", which
 // sends notifications/tools/list_changed, and "burst" adds five tools 10 ms
-// apart, five notifications. Without helperAddrEnv it does
+// apart, five notifications. It serves Streamable HTTP at /mcp and
+// HTTP+SSE at /sse. Without helperAddrEnv it does
 // nothing.
 func TestHelperMCPGoServer(t *testing.T) {
 	addr := os.Getenv(helperAddrEnv)
@@ -74,6 +75,10 @@ func TestHelperMCPGoServer(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
+	// The same server over the 2024-11-05 HTTP+SSE transport.
+	sse := server.NewSSEServer(s)
+	mux.Handle("/sse", sse)
+	mux.Handle("/message", sse)
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +96,9 @@ type proc struct {
 }
 
 func (p *proc) URL() string { return "http://" + p.addr + "/mcp" }
+
+// SSEURL is the helper server's HTTP+SSE stream.
+func (p *proc) SSEURL() string { return "http://" + p.addr + "/sse" }
 
 // freeAddr is a port of 127.0.0.1 free a moment ago.
 func freeAddr(t *testing.T) string {
