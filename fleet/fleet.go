@@ -208,8 +208,9 @@ func New(cfg Config, opts ...Option) (*Fleet, error) {
 }
 
 // Start connects every enabled server in parallel: initialize (by the
-// client, with its identity), then tools/list. It returns once every server is ready or has failed its first
-// attempt, and every required server is ready, or ctx has ended. The error
+// client, with its identity), then tools/list. It returns once every
+// server is ready or has failed its first attempt, and every required
+// server is ready, or ctx has ended. The error
 // is errors.Join of a *ServerError for each required server not ready; an
 // optional server that failed is not an error, and is tried again in the
 // background (Status says why it is not ready). Start is called once.
@@ -287,13 +288,10 @@ func (f *Fleet) run(startCtx context.Context, m *member) {
 			return
 		case <-m.refresh:
 			ctx, cancel := context.WithTimeout(f.ctx, m.timeout())
-			changed, err := f.list(ctx, m, false)
+			_, err := f.list(ctx, m, false)
 			cancel()
 			if err != nil && f.ctx.Err() == nil {
 				f.opts.logger.Warn("fleet: listing tools after tools/list_changed", "server", m.name, "err", err)
-			}
-			if changed {
-				f.changed()
 			}
 		}
 	}
@@ -375,7 +373,6 @@ func (f *Fleet) connect(ctx context.Context, m *member, first bool) error {
 	m.ready, m.err, m.firstErr = true, nil, nil
 	m.mu.Unlock()
 	f.opts.logger.Info("fleet: server ready", "server", m.name)
-	f.changed()
 	return nil
 }
 
@@ -448,7 +445,9 @@ func newTransportClient(t string, s ServerConfig, opts []client.Option) (*client
 
 // list lists the member's tools. A failure keeps the last listing, marked
 // stale; so does a listing the client served stale. It reports whether the
-// member's tools changed, and rebuilds the merged list if so.
+// member's tools changed (or it was listed for the first time), and if so
+// rebuilds the merged list and tells WithToolsChanged's function: whoever
+// listed, the fleet on its own or a caller's ListTools.
 func (f *Fleet) list(ctx context.Context, m *member, failFast bool) (changed bool, err error) {
 	m.mu.Lock()
 	c := m.client
@@ -480,6 +479,7 @@ func (f *Fleet) list(ctx context.Context, m *member, failFast bool) (changed boo
 	m.mu.Unlock()
 	if changed {
 		f.rebuild()
+		f.changed()
 	}
 	return changed, nil
 }
