@@ -510,3 +510,33 @@ func TestPromptsAndResources(t *testing.T) {
 		t.Errorf("unknown URI: %v", err)
 	}
 }
+
+// A server back from a restart with another list of tools: the next
+// ListTools has it, and WithToolsChanged fired.
+func TestServerBackWithAnotherList(t *testing.T) {
+	srv := startMCPGo(t, "v", "", "")
+	var changes atomic.Int32
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{"v": {URL: srv.URL()}}},
+		fleet.WithToolsChanged(func() { changes.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	before := changes.Load()
+	srv.kill()
+	srv.env = append(srv.env, helperExtraEnv+"=1")
+	srv.start()
+	eventually(t, 15*time.Second, "extra listed", func() error {
+		if !slices.Contains(toolNames(t, f), "v__extra") {
+			return errNot
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if changes.Load() == before {
+		t.Error("no WithToolsChanged for the server's new list")
+	}
+	if res, err := f.CallTool(testContext(t, 10*time.Second), call("v__extra", nil)); err != nil || resultText(res) != "extra" {
+		t.Errorf("v__extra: %v %v", res, err)
+	}
+}

@@ -23,6 +23,7 @@ const (
 	helperAddrEnv   = "FLEET_HELPER_ADDR"
 	helperIDEnv     = "FLEET_HELPER_ID"
 	helperHeaderEnv = "FLEET_HELPER_HEADER"
+	helperExtraEnv  = "FLEET_HELPER_EXTRA" // "1": one more tool, "extra"
 )
 
 // longTool is a tool name of 100 characters.
@@ -54,6 +55,9 @@ func TestHelperMCPGoServer(t *testing.T) {
 		s.AddTool(mcp.NewTool("grown", mcp.WithReadOnlyHintAnnotation(true)), text("grown"))
 		return mcp.NewToolResultText("grew"), nil
 	})
+	if os.Getenv(helperExtraEnv) == "1" {
+		s.AddTool(mcp.NewTool("extra", mcp.WithReadOnlyHintAnnotation(true)), text("extra"))
+	}
 	s.AddTool(mcp.NewTool("burst"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for i := range 5 {
 			s.AddTool(mcp.NewTool(fmt.Sprint("burst", i), mcp.WithReadOnlyHintAnnotation(true)), text("burst"))
