@@ -540,3 +540,38 @@ func TestServerBackWithAnotherList(t *testing.T) {
 		t.Errorf("v__extra: %v %v", res, err)
 	}
 }
+
+// allowedTools and disabledTools leave tools out of the list and out of
+// reach; WithToolName names the rest; WithClientOptions reaches the client.
+func TestToolFiltersAndNaming(t *testing.T) {
+	srv := startMCPGo(t, "f", "", "")
+	var asked []string
+	var mu sync.Mutex
+	f, _, err := startFleet(t, fleet.Config{Servers: map[string]fleet.ServerConfig{"files": {
+		URL: srv.URL(), AllowedTools: []string{"whoami", "echo"}, DisabledTools: []string{"echo"},
+	}}},
+		fleet.WithToolName(func(server, tool string) string { return tool + "@" + server }),
+		fleet.WithClientOptions(func(server string) []client.Option {
+			mu.Lock()
+			asked = append(asked, server)
+			mu.Unlock()
+			return []client.Option{client.WithClientInfo(mcp.Implementation{Name: "agent-x", Version: "1"})}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := toolNames(t, f); !slices.Equal(names, []string{"whoami@files"}) {
+		t.Errorf("listed %v, want only whoami@files", names)
+	}
+	if _, err := f.CallTool(testContext(t, 10*time.Second), call("echo@files", nil)); !errors.Is(err, fleet.ErrUnknownTool) {
+		t.Errorf("a disabled tool: %v", err)
+	}
+	if res, err := f.CallTool(testContext(t, 10*time.Second), call("whoami@files", nil)); err != nil || resultText(res) != "f" {
+		t.Errorf("whoami@files: %v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(asked, []string{"files"}) {
+		t.Errorf("WithClientOptions asked for %v", asked)
+	}
+}
