@@ -336,6 +336,11 @@ func TestNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, st := range f.Status() {
+		if st.Err != nil {
+			t.Fatalf("%s not ready after Start: %v", st.Name, st.Err)
+		}
+	}
 	res, err := f.ListTools(testContext(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
