@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,16 +105,35 @@ func (p *proc) URL() string { return "http://" + p.addr + "/mcp" }
 // SSEURL is the helper server's HTTP+SSE stream.
 func (p *proc) SSEURL() string { return "http://" + p.addr + "/sse" }
 
-// freeAddr is a port of 127.0.0.1 free a moment ago.
+// freeAddr is a port of 127.0.0.1 free a moment ago, and never one it
+// gave before in this process: the kernel may hand a port just closed to
+// the next listener, and a test that keeps an address for a server started
+// later (a dead URL that comes up) must not find another server of its own
+// there.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !given[addr] {
+			given[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no port of 127.0.0.1 not given before in 100 tries")
+	return ""
 }
+
+var (
+	givenMu sync.Mutex
+	given   = map[string]bool{}
+)
 
 // startMCPGo starts the mcp-go server process with id on addr ("": a free
 // port), wanting header ("Name=value", or "") on every request.
