@@ -8,7 +8,8 @@ import "net/http"
 // without them, and a server (or a gateway before it) that wants its header
 // on every request refuses that DELETE, leaving the session open there. A
 // request that carries them already goes through as it is, with nothing
-// copied. With no headers it returns next.
+// copied; nor does a redirect that left the origin, stripped of them
+// above (redirect.go). With no headers it returns next.
 func WithHeaders(next http.RoundTripper, headers map[string]string) http.RoundTripper {
 	if len(headers) == 0 {
 		return next
@@ -26,6 +27,12 @@ type headerLayer struct {
 }
 
 func (l headerLayer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if leftOrigin(req) {
+		// A redirect to another origin: the tracker above stripped the
+		// headers that say who sends it (redirect.go), and they are not
+		// put back.
+		return l.next.RoundTrip(req)
+	}
 	for k := range l.headers {
 		if _, ok := req.Header[k]; !ok {
 			// A RoundTripper must not change its request: the copy gets them.

@@ -22,11 +22,7 @@ import (
 // that may say who sends it if it leaves the origin (scheme, host and port)
 // of the request the chain began with.
 func withoutCredentials(req *http.Request) *http.Request {
-	first := req
-	for first.Response != nil && first.Response.Request != nil && first.Response.Request != first {
-		first = first.Response.Request
-	}
-	if origin.Same(first.URL, req.URL) {
+	if !leftOrigin(req) {
 		return req
 	}
 	r := req.Clone(req.Context())
@@ -36,6 +32,16 @@ func withoutCredentials(req *http.Request) *http.Request {
 		}
 	}
 	return r
+}
+
+// leftOrigin reports whether req is a redirect that left the origin
+// (scheme, host and port) of the request its chain began with.
+func leftOrigin(req *http.Request) bool {
+	first := req
+	for first.Response != nil && first.Response.Request != nil && first.Response.Request != first {
+		first = first.Response.Request
+	}
+	return !origin.Same(first.URL, req.URL)
 }
 
 // portableHeader reports whether a header may follow a request to another
