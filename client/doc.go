@@ -25,7 +25,7 @@
 //	acquire → probe before use → send → Classify → After
 //
 //	call              call.go (call, do): the books of every call
-//	callRun           call.go (newCallRun, run); bound: its deadline and progress
+//	callRun           call.go (startRun, run); bound: its deadline and progress
 //	acquire           call.go (callRun.acquire): the breaker first (breaker.go),
 //	                  then the pool; sessions are dialed and released in session.go
 //	probe before use  health.go (probeBeforeUse), beside the keepalive prober
