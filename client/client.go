@@ -49,9 +49,14 @@ type ResilientClient struct {
 	pool    *pool.Pool[*session]
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
-	notifications  *dispatcher
-	memory         memory      // subscriptions and logging level, restored on every new session
-	sessionEraSeen atomic.Bool // the last session negotiated opened in the session era
+	notifications *dispatcher
+	memory        memory // subscriptions and logging level, restored on every new session
+	// spoken is what the endpoint was last found to speak: speaksStateless
+	// (or not known yet), speaksSessionEra (the last session negotiated
+	// opened in the session era), speaksSSE (HTTP+SSE: NewSSE's, or found
+	// by WithSSEFallback, for good). One word for the three, for the size
+	// of the client (TestClientSizeClass).
+	spoken atomic.Int32
 	// affinityReported: a verdict of no affinity was logged and told to
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool

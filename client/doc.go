@@ -3,7 +3,8 @@
 // sessions, dropped connections and outages. It is the one package that joins
 // the generic mechanisms (retry, health and pool) to mcp-go. NewStdio puts
 // a server that is a process, spoken to over stdio, behind the same client,
-// supervised (stdio.go). Its words
+// supervised (stdio.go); NewSSE a server of the deprecated HTTP+SSE
+// transport, whose stream is its session (sse.go). Its words
 // (expired, lost, dial, redial, resend, replay...) are defined once, in the
 // glossary of the root package's doc. The failures
 // it handles, by the codes (F1, F2, ...) its comments use, are listed in the
@@ -49,6 +50,8 @@
 //	                version.go: the protocol era; affinity.go: load balancers
 //	stdio.go        NewStdio: the supervision of a server that is a process;
 //	                the process itself is client/internal/stdio
+//	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
+//	                transport is client/internal/sse
 //	listings*.go    the cache of listings and reads, and its store; tools.go
 //	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
 //	                taskstore.go: the ids of tasks not yet delivered;

@@ -66,6 +66,7 @@ type options struct {
 	// process frozen between requests (serverless); tests set it.
 	frozenProber    bool
 	listingCacheOff bool           // WithListingCache(false)
+	sseFallback     bool           // WithSSEFallback
 	maxStaleSet     bool           // WithMaxStale was given: listings.maxStale, not DefaultMaxStale
 	taskStore       TaskStore      // WithTaskStore; nil until New: one in memory
 	listings        listingOptions // the cache of listings and reads (listings.go)

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
@@ -74,7 +75,22 @@ func (s *session) markServed() {
 
 // policy is what the policy needs to know of s.
 func (s *session) policy() policy.Session {
-	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), Sessionless: s.proc == nil && s.mc.GetSessionId() == ""}
+	p := policy.Session{SessionEra: s.sessionEra, Served: s.served.Load()}
+	if t := s.sse(); t != nil {
+		// The session is its stream's, named in its endpoint's URL.
+		p.SessionInURL, p.StreamLost = true, t.Lost() != nil
+	} else {
+		p.Sessionless = s.proc == nil && s.mc.GetSessionId() == ""
+	}
+	return p
+}
+
+// sse is an HTTP+SSE session's transport (sse.go), nil for any other:
+// read from mcp-go's client rather than kept, which would cost every
+// session of every client a field (BenchmarkIdleClients).
+func (s *session) sse() *sse.Transport {
+	t, _ := s.mc.GetTransport().(*sse.Transport)
+	return t
 }
 
 func (s *session) close() {
@@ -253,10 +269,13 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	var s *session
 	var err error
-	if c.stdio != nil {
+	switch {
+	case c.stdio != nil:
 		s, err = c.openStdio(ctx, member, c.initRequest())
-	} else {
-		s, err = c.open(ctx)
+	case c.spoken.Load() == speaksSSE:
+		s, err = c.openSSE(ctx, c.initRequest())
+	default:
+		s, err = c.openFallingBack(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
 		c.obs.lostInHandshake(hl, openReason(prev, lost))
@@ -329,7 +348,7 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict
 func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	req := c.initRequest()
 	listen := c.wantsEventStream()
-	if c.sessionEraSeen.Load() {
+	if c.spoken.Load() == speaksSessionEra {
 		s, _, err := c.openWith(ctx, req, sessionEraOnly, listen)
 		if err == nil || !isPermanent(err) {
 			return s, err
@@ -340,7 +359,13 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sessionEraSeen.Store(s.sessionEra)
+	era := speaksStateless
+	if s.sessionEra {
+		era = speaksSessionEra
+	}
+	// Never over an HTTP+SSE finding (WithSSEFallback), which is for good.
+	for cur := c.spoken.Load(); cur != speaksSSE && !c.spoken.CompareAndSwap(cur, era); cur = c.spoken.Load() {
+	}
 	return s, nil
 }
 

@@ -141,6 +141,13 @@ type Session struct {
 	// Served: the server has answered a request carrying the session's id
 	// with a 2xx, so it knew the id (F26).
 	Served bool
+	// SessionInURL: the session is named in the URL requests are posted
+	// to, not in a header (HTTP+SSE, 2024-11-05), and its server answers
+	// a session it no longer knows with a 400 that is often plain text.
+	SessionInURL bool
+	// StreamLost: the HTTP+SSE stream the session lived on has ended, so
+	// the session has (KeepThroughOutage).
+	StreamLost bool
 	// Sessionless: nothing proves which server answers it: an HTTP
 	// session without an Mcp-Session-Id (a stateless server, or the
 	// 2026-07-28 era). See KeepThroughOutage and Reidentify.
@@ -400,6 +407,14 @@ func rpcCode(err error, rec wire.Record) int {
 // server's answer to the request, as is an error that can only be about the
 // request itself.
 func sessionExpired(rec wire.Record, s Session) bool {
+	if s.SessionInURL && s.Served {
+		// Every POST carries the session (its endpoint's URL), and a
+		// body the client wrote is well formed: a 404 or 400 to it, with
+		// or without a JSON-RPC error, is about the session (mcp-go's SSE
+		// server answers 400 "Invalid session ID", FastMCP a plain-text
+		// 400, go-sdk 404).
+		return rec.Status == http.StatusNotFound || rec.Status == http.StatusBadRequest
+	}
 	if !rec.WithSession || !s.Served {
 		return false
 	}

@@ -165,6 +165,10 @@ func TestClassifyExpiredSessionHoweverTheServerSaysIt(t *testing.T) {
 	served := Session{SessionEra: true, Served: true}
 	fresh := Session{SessionEra: true}
 	stateless := Session{Served: true}
+	// HTTP+SSE (2024-11-05): the session is in the endpoint's URL.
+	sseServed := Session{SessionEra: true, Served: true, SessionInURL: true}
+	sseFresh := Session{SessionEra: true, SessionInURL: true}
+	status400 := mcpgo(errors.New("request failed with status 400"))
 	tests := []struct {
 		name        string
 		s           Session
@@ -184,6 +188,10 @@ func TestClassifyExpiredSessionHoweverTheServerSaysIt(t *testing.T) {
 		{"400 parse error: about the request", served, mcp.ErrParseError, 400, mcp.PARSE_ERROR, true, true, ServerError},
 		{"400 without a JSON-RPC error", served, mcpgo(errors.New("request failed with status 400: bad")), 400, 0, false, true, Rejected},
 		{"400 to a request without a session id", served, tsAnswer, 400, -32000, true, false, ServerError},
+		{"HTTP+SSE: 400 -32602 Invalid session ID on a session that served (mcp-go)", sseServed, status400, 400, mcp.INVALID_PARAMS, true, false, Expired},
+		{"HTTP+SSE: plain-text 400 on a session that served (FastMCP)", sseServed, status400, 400, 0, false, false, Expired},
+		{"HTTP+SSE: 404 session not found (go-sdk)", sseServed, mcpgo(transport.ErrSessionTerminated), 404, 0, false, false, Expired},
+		{"HTTP+SSE: 400 on a session that has not served: the server's answer", sseFresh, status400, 400, 0, false, false, Rejected},
 		{"2026-07-28: 404 with -32601 is method not found", stateless, mcpgo(transport.ErrSessionTerminated), 404, mcp.METHOD_NOT_FOUND, true, false, ServerError},
 	}
 	for _, tt := range tests {
@@ -217,6 +225,7 @@ func TestClassifyALostAnswerStream(t *testing.T) {
 		{"ended before the answer", mcpgo(errors.New("unexpected nil response")), wire.Record{Status: 200, WithSession: true}, false, false, "ended"},
 		{"resumption refused: server down", mcpgo(netErr("dial", syscall.ECONNREFUSED)), wire.Record{WithSession: true}, true, false, "cut"},
 		{"resumption met 404", mcpgo(fmt.Errorf("failed to resume the SSE stream for the response: %w", transport.ErrSessionTerminated)), wire.Record{Status: 404, WithSession: true}, true, true, "cut"},
+		{"HTTP+SSE: accepted (202), and the session's stream lost before the answer", mcpgo(errors.New("the event stream broke")), wire.Record{Status: 202}, true, false, "cut"},
 		{"resumption met the TypeScript SDK's 400", mcpgo(errors.New("failed to resume the SSE stream for the response: unexpected status 400")), wire.Record{Status: 400, RPCError: true, RPCCode: -32000, WithSession: true}, true, true, "cut"},
 	}
 	for _, tt := range tests {

@@ -119,8 +119,9 @@ func AfterRecheck(v Verdict, retryable []int) Recheck {
 // behalf. So it is asked who it is: a new session (initialize, or
 // server/discover in the 2026-07-28 era), one round trip, once per outage,
 // made by the pool's dial for every goroutine waiting on it; a changed
-// identity then drops what was known of the old one.
-func KeepThroughOutage(s Session) bool { return !s.Sessionless }
+// identity then drops what was known of the old one. An HTTP+SSE session
+// whose stream has ended is not kept either: the stream was the session.
+func KeepThroughOutage(s Session) bool { return !s.Sessionless && !s.StreamLost }
 
 // Reidentify reports whether a failed attempt leaves a sessionless
 // server's identity in doubt: the connection was lost under the request

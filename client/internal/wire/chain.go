@@ -19,6 +19,9 @@ import (
 //     credentials of a redirect that leaves the origin. Outermost: the
 //     redirect check must not see the token, which the token layer adds
 //     beneath it for its own origin only.
+//     The one answer it does not guard is an HTTP+SSE session's stream
+//     (Unguarded, client/internal/sse), whose reader bounds each event
+//     itself, to tell which call an answer over the limit was for.
 //  2. token (Token, auth.Transport): the bearer or OAuth token, and the
 //     resend after a 401 or a step-up.
 //  3. credentials (Credentials): notes the Authorization each request goes

@@ -347,6 +347,9 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req.WithContext(ctx))
 	}
 	ex, _ := req.Context().Value(exchangeKey{}).(*Exchange)
+	if ex == nil && unguarded(req) {
+		return t.next.RoundTrip(req)
+	}
 	if ex == nil {
 		resp, _, err := t.guarded(req, nil)
 		if w, ok := req.Context().Value(streamKey{}).(StreamWatcher); ok && err == nil && req.Method == http.MethodGet {

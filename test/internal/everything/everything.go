@@ -188,3 +188,17 @@ func freePort() (int, error) {
 func StdioCommand() (string, []string) {
 	return "node", []string{entry(), "stdio"}
 }
+
+// SSECommand is the command that runs server-everything's HTTP+SSE
+// transport (protocol 2024-11-05: GET /sse, POST /message?sessionId=…) on
+// port of 127.0.0.1, on the pinned package; the caller starts and ends it.
+func SSECommand(port int) *exec.Cmd {
+	cmd := exec.Command("node", "--require", filepath.Join(dir(), "loopback.cjs"), entry(), "sse")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	return cmd
+}
+
+// LoopbackPreload is the file to give node's --require so that a server
+// given a port alone listens on 127.0.0.1 (loopback.cjs), for the other
+// node servers of the tests.
+func LoopbackPreload() string { return filepath.Join(dir(), "loopback.cjs") }

@@ -1,7 +1,9 @@
 // Package fastmcp runs a small FastMCP (TypeScript) server in stateless
 // mode, server.mjs, on the fastmcp package pinned by this directory's
 // package-lock.json, as a node child process: a sessionless server nobody
-// here wrote, for the tests that restart it as another program.
+// here wrote, for the tests that restart it as another program. SSECommand
+// runs another, sse.mjs, with sessions, whose HTTP+SSE transport (/sse)
+// test/sse speaks to.
 //
 // Install it with: npm ci --prefix test/internal/fastmcp
 package fastmcp
@@ -12,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 )
 
 // Version is the pinned version of fastmcp (package.json).
@@ -39,4 +42,13 @@ func Installed() error {
 // server reads what it is from its environment (see server.mjs).
 func Command() (string, []string) {
 	return "node", []string{filepath.Join(dir(), "server.mjs")}
+}
+
+// SSECommand is the command that runs sse.mjs on port of 127.0.0.1 (its
+// HTTP+SSE stream at /sse), each run of its tool "increment" appended to
+// runs; the caller starts and ends it.
+func SSECommand(port int, runs string) *exec.Cmd {
+	cmd := exec.Command("node", filepath.Join(dir(), "sse.mjs"))
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "SSESERVER_LOG="+runs)
+	return cmd
 }
