@@ -2,76 +2,46 @@ package auth
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/resilientmcp/resilientmcp/internal/autherr"
 )
 
-// Reasons an Error gives: why a request could not be authorized.
+// Reasons an Error gives: why a request could not be authorized
+// (autherr holds them, for the client's policy).
 const (
-	ReasonNoToken          = "no_token"          // no token, and no way to get one without a user
-	ReasonTokenRejected    = "token_rejected"    // the server refused a token just obtained
-	ReasonInvalidGrant     = "invalid_grant"     // the refresh token was refused: revoked, expired or reused
-	ReasonInvalidClient    = "invalid_client"    // the authorization server refused the client's credentials
-	ReasonDenied           = "denied"            // the authorization was denied or failed
-	ReasonStateMismatch    = "state_mismatch"    // the redirect carried another state, or went elsewhere
-	ReasonResourceMismatch = "resource_mismatch" // the protected resource metadata names another resource
-	// ReasonIssuerMismatch: a mix-up refused. The authorization response's
-	// iss names another issuer, or is missing where the server promised it,
-	// or the authorization server metadata names another issuer than the
-	// one its URL was built from (RFC 9207, RFC 8414 §3.3). No code was
-	// exchanged and no metadata endpoint used.
-	ReasonIssuerMismatch = "issuer_mismatch"
-	ReasonNoGrant        = "no_grant"        // no grant both sides support, or no authorization server
-	ReasonNoRegistration = "no_registration" // no client ID, metadata document or registration endpoint
-	ReasonPending        = "authorization_pending"
+	ReasonNoToken          = autherr.ReasonNoToken
+	ReasonTokenRejected    = autherr.ReasonTokenRejected
+	ReasonInvalidGrant     = autherr.ReasonInvalidGrant
+	ReasonInvalidClient    = autherr.ReasonInvalidClient
+	ReasonDenied           = autherr.ReasonDenied
+	ReasonStateMismatch    = autherr.ReasonStateMismatch
+	ReasonResourceMismatch = autherr.ReasonResourceMismatch
+	ReasonIssuerMismatch   = autherr.ReasonIssuerMismatch
+	ReasonNoGrant          = autherr.ReasonNoGrant
+	ReasonNoRegistration   = autherr.ReasonNoRegistration
+	ReasonPending          = autherr.ReasonPending
 )
 
 // Error is a request that could not be authorized. It never contains a
-// token, code, verifier or secret.
-type Error struct {
-	Reason string
-	Err    error // why, if known (its text never holds a credential)
-}
-
-// Error says why, never with a token.
-func (e *Error) Error() string {
-	if e.Err == nil {
-		return "auth: " + e.Reason
-	}
-	return fmt.Sprintf("auth: %s: %v", e.Reason, e.Err)
-}
-
-// Unwrap is the cause, if known.
-func (e *Error) Unwrap() error { return e.Err }
+// token, code, verifier or secret. Its Reason is one of the Reason
+// constants.
+type Error = autherr.Error
 
 // InsufficientScopeError is a request the server refused for want of
 // scope (403 insufficient_scope) that the client could not get: the
 // scopes were already held or refused, or the request was refused for want
 // of scope on its third send, the limit for one request (three tokens when
 // no 401 came first).
-type InsufficientScopeError struct {
-	Scopes []string // what the server asked for
-	Err    error    // why no token with them could be had, if known
-}
-
-func (e *InsufficientScopeError) Error() string {
-	s := "auth: insufficient scope: the server wants " + strings.Join(e.Scopes, " ")
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-// Unwrap is the cause, if known.
-func (e *InsufficientScopeError) Unwrap() error { return e.Err }
+type InsufficientScopeError = autherr.InsufficientScopeError
 
 // ErrUnavailable is in the chain of an error when the authorization server
 // could not be reached (down, 5xx, 429) until the request's context ended:
 // the request did not run.
-var ErrUnavailable = errors.New("auth: authorization server unavailable")
+var ErrUnavailable = autherr.ErrUnavailable
 
 // unavailableError is one failed attempt to reach the authorization
 // server, with the pause it asked for.

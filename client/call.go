@@ -69,7 +69,8 @@ type sendFunc func(context.Context, *session) error
 // books: a call's own (do), or one the client makes itself (listing tools
 // to decide a replay).
 func (c *ResilientClient) run(ctx context.Context, method, tool string, send sendFunc) error {
-	r, ctx, err := c.newCallRun(ctx, method, tool)
+	var r callRun // on the stack: only its callState is on the heap
+	ctx, err := c.startRun(&r, ctx, method, tool)
 	if err != nil {
 		return err
 	}
@@ -87,63 +88,70 @@ func (c *ResilientClient) run(ctx context.Context, method, tool string, send sen
 //	              follows (policy.Retries.After): the call's error, or
 //	              another attempt
 //
-// It is made in one allocation with what the attempts share: the exchange
-// the requests go out under (wire.Exchange), the lease of a session, and,
-// for a call followed by its progress, the progressCall (governedRun).
+// It lives on its caller's stack; what the requests' context must reach
+// (the exchange, the lease of a session, and for a call followed by its
+// progress, the progressCall) is its callState, one allocation.
 type callRun struct {
 	c        *ResilientClient
+	st       *callState
 	tries    retries
 	tool     string        // "" but for a tools/call
 	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
 	ct       *callTrace    // the observers' view of the call; nil without observers
 	deadline time.Time
+	sent     time.Time // when the last attempt was sent
 	// progress is what the requests report to, nil if nothing follows
 	// them: the call's own progressCall (ownProgress: it governs the call,
 	// which bound set up), or the task call's it is a request of (follow).
 	progress    *progressCall
 	ownProgress bool
 	stop        context.CancelFunc // ends the context bound made, if not the progressCall's
-	sent        time.Time          // when the last attempt was sent
-	ex          wire.Exchange
-	lease       pool.Lease[*session]
 }
 
-// governedRun is the callRun of a call followed by its progress, with its
-// progressCall: one allocation for both.
-type governedRun struct {
-	callRun
+// callState is what a call's requests reach through their context, made
+// in one allocation: the exchange they go out under (wire.Exchange, which
+// is that context), and the lease of a session, taken again for each
+// attempt.
+type callState struct {
+	ex    wire.Exchange
+	lease pool.Lease[*session]
+}
+
+// governedState is the callState of a call followed by its progress, with
+// its progressCall: one allocation for both.
+type governedState struct {
+	callState
 	own progressCall
 }
 
-// newCallRun makes the run of a request with ctx, and the context its
-// attempts go out under: bound by its deadline and progress (bound), and
-// bound to its exchange. A call made with an invalid option fails with it.
-func (c *ResilientClient) newCallRun(ctx context.Context, method, tool string) (*callRun, context.Context, error) {
+// startRun readies r, a zero callRun, for a request with ctx, and returns
+// the context its attempts go out under: bound by its deadline and
+// progress (bound), and bound to its exchange. A call made with an invalid
+// option fails with it.
+func (c *ResilientClient) startRun(r *callRun, ctx context.Context, method, tool string) (context.Context, error) {
 	o := callOptionsOf(ctx)
 	repeat := policy.RepeatByNature
 	if o != nil {
 		if o.invalid != nil {
-			return nil, ctx, o.invalid
+			return ctx, o.invalid
 		}
 		repeat = o.repeat
 	}
-	var r *callRun
 	idle, onProgress, followed := c.governs(o)
 	if followed {
-		g := new(governedRun)
-		r = &g.callRun
-		r.progress, r.ownProgress = &g.own, true
+		g := new(governedState)
+		r.st, r.progress, r.ownProgress = &g.callState, &g.own, true
 		ctx, _ = c.bound(ctx, r.progress, idle, onProgress, false)
-		r.ex.RewriteRequests(r.progress)
+		r.st.ex.RewriteRequests(r.progress)
 	} else {
-		r = new(callRun)
+		r.st = new(callState)
 		ctx, r.stop = c.bound(ctx, nil, 0, nil, false)
 	}
 	r.c, r.tool, r.repeat, r.ct = c, tool, repeat, c.obs.callOf(ctx)
 	r.deadline, _ = ctx.Deadline()
 	r.tries = retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
-	r.ex.Init()
-	return r, r.ex.Bind(ctx), nil
+	r.st.ex.Init()
+	return r.st.ex.Bind(ctx), nil
 }
 
 // follow makes r a request of the task call followed by p: its attempts
@@ -152,7 +160,7 @@ func (c *ResilientClient) newCallRun(ctx context.Context, method, tool string) (
 func (r *callRun) follow(p *progressCall, token bool) {
 	r.progress = p
 	if token && p != nil {
-		r.ex.RewriteRequests(p)
+		r.st.ex.RewriteRequests(p)
 	}
 }
 
@@ -199,14 +207,14 @@ func (r *callRun) acquire(ctx context.Context) (*session, error) {
 			return nil, r.acquireFailed(err)
 		}
 	}
-	if err := c.pool.AcquireInto(ctx, &r.lease); err != nil {
+	if err := c.pool.AcquireInto(ctx, &r.st.lease); err != nil {
 		tries.CtxErr = ctx.Err()
 		return nil, r.acquireFailed(err)
 	}
-	s := r.lease.Value()
+	s := r.st.lease.Value()
 	doubted := tries.Doubts(s.opened)
 	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
-		r.lease.Release()
+		r.st.lease.Release()
 		return nil, r.probeFailed(ctx, s, err)
 	}
 	if doubted {
@@ -221,7 +229,7 @@ func (r *callRun) acquire(ctx context.Context) (*session, error) {
 // it came, for afterFailure.
 func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 	ct, p := r.ct, r.progress
-	r.ex.Reset()
+	r.st.ex.Reset()
 	if p != nil {
 		p.Sending()
 	}
@@ -230,7 +238,7 @@ func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 	if p != nil {
 		p.Sent()
 	}
-	r.lease.Release()
+	r.st.lease.Release()
 	if err == nil {
 		ct.answered()
 		s.health().Touch()
@@ -245,7 +253,7 @@ func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 // for the session, the breaker, the server and the call. It returns the
 // call's error, or nil to try again, after any pause the policy asks for.
 func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error {
-	c, ex, tries, ct := r.c, &r.ex, &r.tries, r.ct
+	c, ex, tries, ct := r.c, &r.st.ex, &r.tries, r.ct
 	method, tool := tries.method, r.tool
 	if ex.SessionAccepted() {
 		// The server took the session's id before the failure: a 400
@@ -274,7 +282,7 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	}
 	a := tries.After(v, safe, r.deadline)
 	if a.Discard != policy.NoLoss {
-		r.lease.Discard(&lostError{kind: a.Discard, err: err})
+		r.st.lease.Discard(&lostError{kind: a.Discard, err: err})
 	}
 	c.noteOutcome(v)
 	if r.ownProgress {

@@ -19,15 +19,26 @@
 //
 // # Where things are
 //
-// Every attempt of a call goes down one pipeline, call.go's run:
+// A call is one object, call.go's callRun, and every method a caller calls
+// goes through one wrapper, call (the books: observers, Stats, the retry
+// budget). Each attempt goes down one pipeline, callRun's methods in order:
 //
-//	breaker → acquire → probe before use → send → Classify → After
+//	acquire → probe before use → send → Classify → After
 //
-//	breaker           breaker.go: fails calls fast through an outage
-//	acquire           call.go (acquire); the pool dials and releases sessions in session.go
+//	call              call.go (call, do): the books of every call
+//	callRun           call.go (startRun, run); bound: its deadline and progress
+//	acquire           call.go (callRun.acquire): the breaker first (breaker.go),
+//	                  then the pool; sessions are dialed and released in session.go
 //	probe before use  health.go (probeBeforeUse), beside the keepalive prober
-//	send              call.go (send), with mcp-go's methods from methods.go
-//	Classify, After   client/internal/policy: the one decision; call.go (afterFailure) carries it out
+//	send              call.go (callRun.send), with mcp-go's methods from methods.go
+//	Classify, After   client/internal/policy: the one decision; call.go
+//	                  (callRun.afterFailure) carries it out
+//	the wire          client/internal/wire: chain.go lists and builds the HTTP
+//	                  path's RoundTrippers in order (tracker and guard, token,
+//	                  credentials, observers, resend, transport)
+//
+// CallTool decides plain or task once, before the call (taskcall.go's
+// toolCallForm, policy.CallAs).
 //
 // And around it:
 //
@@ -37,14 +48,16 @@
 //	session.go      a session's life: dial, open, lose, release
 //	restore.go      what every new session is told again; discover.go and
 //	                version.go: the protocol era; affinity.go: load balancers
-//	stdio*.go       NewStdio: a server that is a process, supervised
+//	stdio.go        NewStdio: the supervision of a server that is a process;
+//	                the process itself is client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
 //	listings*.go    the cache of listings and reads, and its store; tools.go
 //	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
 //	                taskstore.go: the ids of tasks not yet delivered;
 //	                the stores' types and file stores are client/store
-//	progress.go     progress, its timeouts, notifications/cancelled
+//	progress.go     which calls progress governs, notifications/cancelled;
+//	                a call's progress itself is client/internal/progress
 //	elicitation.go  the defaults of elicitation forms
 //	notify.go       the server's notifications; eventstream.go, listen.go
 //	observe*.go     the observers; observer.go, and their types in client/observe

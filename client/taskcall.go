@@ -511,7 +511,8 @@ func (c *ResilientClient) askTask(ctx context.Context, method mcp.MCPMethod, id 
 // pipeline (callRun), its attempts followed by the task call's progress pc
 // (nil: none); the creating tools/call (token) carries pc's progressToken.
 func (c *ResilientClient) taskRequest(ctx context.Context, method mcp.MCPMethod, tool string, params map[string]json.RawMessage, name string, pc *progressCall, token bool) (json.RawMessage, error) {
-	r, ctx, err := c.newCallRun(ctx, string(method), tool)
+	var r callRun
+	ctx, err := c.startRun(&r, ctx, string(method), tool)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/internal/autherr"
 )
 
 // Class is what a failed attempt means for the call. The failures behind
@@ -185,7 +185,7 @@ func classify(err error, s Session, ex seen, ctxDone bool) Verdict {
 	sent := streamed || rec.Started && (rec.GotConn || !rec.Traced) && !writeFailed
 	v := func(c Class) Verdict { return Verdict{Class: c, Sent: sent, Status: rec.Status} }
 	switch {
-	case ctxDone && errors.Is(err, auth.ErrUnavailable):
+	case ctxDone && errors.Is(err, autherr.ErrUnavailable):
 		// The deadline passed while the token layer waited for a token
 		// (the authorization server, or the grant store's lock): the
 		// request never left.
@@ -210,12 +210,12 @@ func classify(err error, s Session, ex seen, ctxDone bool) Verdict {
 		r.SessionExpired = sessionEra && sessionExpired(rec, s)
 		return r
 
-	case errors.Is(err, auth.ErrUnavailable):
+	case errors.Is(err, autherr.ErrUnavailable):
 		// The authorization server (or the grant store) could not be
 		// reached while the call waited for a token: it did not run.
 		return Verdict{Class: NotSent}
 
-	case errors.As(err, new(*auth.Error)), errors.As(err, new(*auth.InsufficientScopeError)):
+	case errors.As(err, new(*autherr.Error)), errors.As(err, new(*autherr.InsufficientScopeError)):
 		// The token layer could not authorize the request: it did not run.
 		return v(AuthRequired)
 

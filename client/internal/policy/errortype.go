@@ -7,8 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/internal/autherr"
 )
 
 // What the observers are told an attempt's failure was (AttemptEnd's
@@ -49,7 +49,7 @@ func ErrorType(v Verdict, err, ctxErr error) (errorType string, rpcCode int) {
 		}
 		return TypeDeadlineExceeded, 0
 	case AuthRequired:
-		if errors.As(err, new(*auth.InsufficientScopeError)) {
+		if errors.As(err, new(*autherr.InsufficientScopeError)) {
 			return TypeInsufficientScope, 0
 		}
 		return TypeUnauthorized, 0

@@ -11,8 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/internal/autherr"
 )
 
 // The observers' error type is the verdict's class, named: what Classify
@@ -44,7 +44,7 @@ func TestErrorTypeIsTheVerdicts(t *testing.T) {
 		{"deadline", mcpgo(os.ErrDeadlineExceeded), served, rec(0), context.DeadlineExceeded, TypeDeadlineExceeded, 0},
 		{"cancelled", mcpgo(errors.New("unexpected nil response")), served, rec(0), context.Canceled, TypeCanceled, 0},
 		{"401", mcpgo(errors.New("request failed with status 401")), served, rec(401), nil, TypeUnauthorized, 0},
-		{"insufficient scope", &auth.InsufficientScopeError{}, served, rec(403), nil, TypeInsufficientScope, 0},
+		{"insufficient scope", &autherr.InsufficientScopeError{}, served, rec(403), nil, TypeInsufficientScope, 0},
 		{"503", mcpgo(errors.New("request failed with status 503")), served, rec(503), nil, TypeServerBusy, 0},
 		{"refused connection", mcpgo(netErr("dial", syscall.ECONNREFUSED)), served, seen{}, nil, TypeConnectionError, 0},
 		{"reset after sending", mcpgo(netErr("read", syscall.ECONNRESET)), served, rec(0), nil, TypeConnectionError, 0},

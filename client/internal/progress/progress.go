@@ -45,7 +45,7 @@ func (e *TimeoutError) Is(target error) bool { return target == context.Deadline
 // context that ends, with context.DeadlineExceeded, when no progress has
 // come for idle while a request of the call is out. Contexts derived from
 // it hook into the cancelCtx it embeds, without a goroutine. A call made
-// through the call path holds it in its callRun (governedRun), so that the
+// through the call path holds it in its callState (governedState), so that the
 // call's state, its context and its token are one allocation; bound (call.go)
 // sets it up. Its token goes into the call's requests on their way out, as
 // a byte edit (RewriteRequest), whatever the method.
