@@ -267,6 +267,10 @@ func (c *ResilientClient) callToolPlain(ctx context.Context, req mcp.CallToolReq
 			req.Params.Meta = p.withToken(req.Params.Meta)
 		}
 		var err error
+		var hot bool
+		if res, hot, err = c.callToolHot(ctx, s, &req); hot {
+			return err
+		}
 		res, err = s.mc.CallTool(ctx, req)
 		return err
 	})
@@ -277,6 +281,7 @@ func (c *ResilientClient) callToolPlain(ctx context.Context, req mcp.CallToolReq
 // remembered and restored on every new session.
 func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
 	return c.do(ctx, string(mcp.MethodSetLogLevel), "", func(ctx context.Context, s *session) error {
+		s.levelSet(req.Params.Level)
 		//lint:ignore SA1019 SetLevel is part of MCPClient; mcp-go sends it in the session era and records it per request in the stateless era
 		if err := s.mc.SetLevel(ctx, req); err != nil {
 			return err

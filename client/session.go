@@ -48,6 +48,7 @@ type session struct {
 	stream    *streamWatch
 	listening atomic.Bool
 	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
+	hot       *hotPath      // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -459,6 +460,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened:     time.Now(),
 	}
 	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
+	s.hot = c.hotPathFor(s)
 	watch.session.Store(s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
