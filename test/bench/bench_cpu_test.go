@@ -23,7 +23,9 @@ import (
 // mcp-go (k=raw), a ResilientClient (keepalive on, 30s) and go-sdk's
 // client. Each makes b.N echo calls over the given number of goroutines,
 // half of them in the order raw, resilient, go-sdk and half in the
-// reverse, so that drift in the machine's speed falls on all alike.
+// reverse, so that drift in the machine's speed falls on all alike; before
+// each block the process collects its garbage and waits 20ms, so that no
+// client's leftover work is counted in the next one's block.
 //
 // Reported, per call: cpu-ns/call (the ResilientClient's),
 // raw-cpu-ns/call and gosdk-cpu-ns/call, and cpu-x-raw, gosdk-cpu-x-raw;
@@ -73,6 +75,11 @@ func benchClientCPU(b *testing.B, url string, goroutines int) {
 	clients := [3]callFunc{rawK: raw.CallTool, resilientK: rc.CallTool, sdkK: sdk}
 	var cost [3]clientCost
 	run := func(k, n int) {
+		// What the last client left running (go-sdk's client leaves work
+		// after a call returns) and its garbage are not this one's: let
+		// it finish and collect, outside the measurement.
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		c0 := processCPU()
