@@ -1,16 +1,20 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/toolcall"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // A plain tools/call over Streamable HTTP is the client's hot path, and
@@ -36,6 +40,10 @@ import (
 
 // hotPath is what a session writes into each tools/call it takes over.
 type hotPath struct {
+	tr  *discoverRecorder // the session's transport: its session id, version refusals, Mcp-Param-* headers
+	hc  *http.Client      // the HTTP client it sends with
+	url string            // the endpoint, as it writes it
+
 	// meta is the stateless era's _meta, as mcp-go writes it for the
 	// session (protocol version, client capabilities, client info, keys
 	// sorted); nil in the session era, which has none.
@@ -63,12 +71,17 @@ func init() { hotRequestSeq.Store(1 << 40) }
 
 // hotPathFor returns what s writes into the calls it takes over, or nil
 // if mcp-go writes them.
-func (c *ResilientClient) hotPathFor(s *session) *hotPath {
+func (c *ResilientClient) hotPathFor(s *session, tr *discoverRecorder, hc *http.Client) *hotPath {
 	if len(c.opts.clientOptions) > 0 || c.elicitationDefaults {
 		return nil
 	}
+	u, err := url.Parse(c.endpoint)
+	if err != nil {
+		return nil
+	}
+	hp := &hotPath{tr: tr, hc: hc, url: u.String()}
 	if s.sessionEra {
-		return &hotPath{}
+		return hp
 	}
 	meta := map[string]any{
 		mcp.MetaKeyProtocolVersion:    s.version,
@@ -77,51 +90,152 @@ func (c *ResilientClient) hotPathFor(s *session) *hotPath {
 	if info := s.request.Params.ClientInfo; info.Name != "" {
 		meta[mcp.MetaKeyClientInfo] = info
 	}
-	raw, err := json.Marshal(meta)
-	if err != nil {
+	if hp.meta, err = json.Marshal(meta); err != nil {
 		return nil
 	}
-	return &hotPath{meta: raw}
+	return hp
 }
-
-// errNoAnswer is the error of a request the transport answered with
-// nothing (mcp-go's CallTool would not return at all).
-var errNoAnswer = errors.New("resilientmcp: tools/call: the transport returned no answer")
 
 // callToolHot makes one attempt of a tools/call on s as the hot path
 // writes it; false: not a call it takes over (nothing was sent), or an
-// answer asking for input (SEP-2322), which mcp-go's CallTool then
-// carries through its rounds. Its errors are mcp-go's CallTool's.
+// answer asking for input (SEP-2322), which mcp-go's CallTool then carries
+// through its rounds, sending the call again as it does between rounds.
+// Its errors are mcp-go's CallTool's.
+//
+// The request goes out on the session's HTTP client, through the same
+// tracker and guard as mcp-go's requests, with the headers mcp-go's
+// transport writes. A 200 answer in JSON is read here in one pass; any
+// other outcome (an event stream, another status, an error, a JSON-RPC
+// error, a result the reader leaves to mcp-go) is handed to mcp-go's
+// transport as the answer to the same request (wire.Exchange.Preanswer),
+// which reads it as it reads every answer: the request went out once.
 func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.CallToolRequest) (*mcp.CallToolResult, bool, error) {
 	hp := s.hot
 	p := &req.Params
 	if hp == nil || req.Header != nil || p.Meta != nil || p.Task != nil || p.InputResponses != nil || p.RequestState != "" ||
-		hp.meta != nil && hp.levelSet.Load() {
+		hp.meta != nil && hp.levelSet.Load() || hp.tr.versions.declared.Load() != nil {
+		return nil, false, nil
+	}
+	ex := wire.ExchangeOf(ctx)
+	sessionID := hp.tr.GetSessionId()
+	if ex == nil || s.sessionEra && sessionID == "" {
+		// No session id: mcp-go's transport saw its session end, and
+		// refuses to send.
 		return nil, false, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, true, transport.NewError(err) // as mcp-go sends nothing
 	}
-	buf := toolcall.NewBuffer()
-	defer buf.Free()
-	if err := buf.WriteParams(p.Name, p.Arguments, hp.meta); err != nil {
+	params := toolcall.NewBuffer()
+	defer params.Free()
+	if err := params.WriteParams(p.Name, p.Arguments, hp.meta); err != nil {
 		return nil, false, nil // mcp-go says why it cannot marshal them
 	}
+	id := hotRequestSeq.Add(1)
+	rpc := transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(id),
+		Method:  string(mcp.MethodToolsCall),
+		Params:  json.RawMessage(params.Bytes()),
+	}
+	// What mcp-go's transport writes (StreamableHTTP.sendHTTP), in its
+	// order: the request's own headers (the stateless era's), then its
+	// content headers, session, version, WithHeaders' and WithHeaderFunc's.
 	var header http.Header
 	if hp.meta != nil {
-		header = make(http.Header, 2)
-		header.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
+		rpc.Header = make(http.Header, 3)
+		rpc.Header.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
 		if name, ok := mcp.EncodeHeaderValue(p.Name); ok {
-			header.Set(mcp.HeaderName, name)
+			rpc.Header.Set(mcp.HeaderName, name)
+		}
+		rpc, _ = hp.tr.withParamHeaders(rpc, false)
+		header = rpc.Header.Clone()
+	} else {
+		header = make(http.Header, 4)
+	}
+	header.Set("Content-Type", "application/json")
+	header.Set("Accept", "application/json, text/event-stream")
+	if s.sessionEra {
+		header.Set(transport.HeaderKeySessionID, sessionID)
+	}
+	if s.version != "" {
+		header.Set(transport.HeaderKeyProtocolVersion, s.version)
+	}
+	for k, v := range c.opts.headers {
+		header.Set(k, v)
+	}
+
+	// mcp-go's transport ends its requests when it is closed; the session
+	// is cancelled first when it closes.
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	if f := c.opts.headerFunc; f != nil {
+		for k, v := range f(reqCtx) {
+			header.Set(k, v)
 		}
 	}
-	resp, err := s.mc.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(hotRequestSeq.Add(1)),
-		Method:  string(mcp.MethodToolsCall),
-		Params:  json.RawMessage(buf.Bytes()),
-		Header:  header,
-	})
+	body := toolcall.AppendRequest(make([]byte, 0, 64+params.Len()), id, params.Bytes())
+	httpReq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, hp.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, nil
+	}
+	httpReq.Header = header
+	resp, err := hp.hc.Do(httpReq)
+	if err == nil && resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == "application/json" {
+		var res *mcp.CallToolResult
+		if res, resp = c.readHot(resp); res != nil {
+			return res, true, nil
+		}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the client's wrapping, which mcp-go's http.Client adds again
+	}
+	ex.Preanswer(resp, err)
+	defer ex.ClearPreanswer()
+	if err == nil {
+		c.stats.parserFallbacks.Add(1)
+	}
+	// mcp-go's transport reads the answer as it reads every answer: the
+	// request its http.Client is given is answered without being sent
+	// (the one sent had the same bytes).
+	return c.callToolMCPGo(ctx, s, rpc)
+}
+
+// readHot reads a 200 answer in JSON, its body closed: the result, or nil
+// and a response whose body gives mcp-go what was read.
+func (c *ResilientClient) readHot(resp *http.Response) (*mcp.CallToolResult, *http.Response) {
+	buf := toolcall.NewBuffer()
+	defer buf.Free()
+	_, err := buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		if res, ok := toolcall.DecodeResponse(buf.Bytes()); ok {
+			return res, resp
+		}
+	}
+	read := bytes.Clone(buf.Bytes())
+	var rest io.Reader = bytes.NewReader(read)
+	if err != nil {
+		rest = io.MultiReader(rest, errReader{err})
+	}
+	resp.Body = io.NopCloser(rest)
+	return nil, resp
+}
+
+// errReader fails every read with its error: the read error of a body,
+// for mcp-go to meet where it met it.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// callToolMCPGo sends rpc on s's transport (answered already: Preanswer)
+// and reads the answer as mcp-go's CallTool does; false: an answer asking
+// for input, for mcp-go's CallTool.
+func (c *ResilientClient) callToolMCPGo(ctx context.Context, s *session, rpc transport.JSONRPCRequest) (*mcp.CallToolResult, bool, error) {
+	resp, err := s.mc.GetTransport().SendRequest(ctx, rpc)
 	switch {
 	case err != nil:
 		return nil, true, transport.NewError(err)
@@ -130,10 +244,6 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	case resp.Error != nil:
 		return nil, true, resp.Error.AsError()
 	}
-	if res, ok := toolcall.DecodeResult(resp.Result); ok {
-		return res, true, nil
-	}
-	c.stats.parserFallbacks.Add(1)
 	res, err := mcp.ParseCallToolResult(&resp.Result)
 	if err != nil {
 		return nil, true, err
@@ -143,3 +253,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	}
 	return res, true, nil
 }
+
+// errNoAnswer is the error of a request the transport answered with
+// nothing (mcp-go's CallTool would not return at all).
+var errNoAnswer = errors.New("resilientmcp: tools/call: the transport returned no answer")

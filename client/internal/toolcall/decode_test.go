@@ -1,6 +1,7 @@
 package toolcall
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -227,5 +229,49 @@ func TestDecodeRefuses(t *testing.T) {
 		if res, ok := DecodeResult([]byte(s)); ok {
 			t.Errorf("read %s as %#v; want it left to mcp-go", s, res)
 		}
+	}
+}
+
+// FuzzDecodeResponse: whatever the bytes, an answer DecodeResponse reads
+// is read the same by mcp-go's transport (its json.Decoder into a
+// JSONRPCResponse, the id required) and parser.
+func FuzzDecodeResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}`,
+		`{"result":{"content":[]},"id":"a","jsonrpc":"2.0"}` + "\n",
+		`{"jsonrpc":"2.0","id":null,"result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"Result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}} trailing`,
+	} {
+		f.Add([]byte(s))
+	}
+	for _, res := range recorded(f) {
+		f.Add(append(append([]byte(`{"jsonrpc":"2.0","id":7,"result":`), res.data...), '}'))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := DecodeResponse(body)
+		if !ok {
+			return
+		}
+		var resp transport.JSONRPCResponse
+		if err := json.NewDecoder(bytes.NewReader(body)).Decode(&resp); err != nil || resp.ID.IsNil() || resp.Error != nil {
+			t.Fatalf("decoded %s, which mcp-go's transport refuses: %v %+v", body, err, resp)
+		}
+		want, err := mcp.ParseCallToolResult(&resp.Result)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded %s\n as %#v\nmcp-go: %#v, %v", body, got, want, err)
+		}
+	})
+}
+
+func TestAppendRequest(t *testing.T) {
+	params := []byte(`{"name":"echo","arguments":{"text":"x"}}`)
+	want, err := json.Marshal(transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(1 << 40)), Method: string(mcp.MethodToolsCall), Params: json.RawMessage(params)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendRequest(nil, 1<<40, params); string(got) != string(want) {
+		t.Errorf("%s, want %s", got, want)
 	}
 }
