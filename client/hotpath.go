@@ -43,6 +43,10 @@ type hotPath struct {
 	tr  *discoverRecorder // the session's transport: its session id, version refusals, Mcp-Param-* headers
 	hc  *http.Client      // the HTTP client it sends with
 	url string            // the endpoint, as it writes it
+	// header is what its transport adds to every request of the session
+	// (content types, session id, protocol version, WithHeaders'), in
+	// one map cloned for each call.
+	header http.Header
 
 	// meta is the stateless era's _meta, as mcp-go writes it for the
 	// session (protocol version, client capabilities, client info, keys
@@ -79,7 +83,18 @@ func (c *ResilientClient) hotPathFor(s *session, tr *discoverRecorder, hc *http.
 	if err != nil {
 		return nil
 	}
-	hp := &hotPath{tr: tr, hc: hc, url: u.String()}
+	hp := &hotPath{tr: tr, hc: hc, url: u.String(), header: make(http.Header, 4+len(c.opts.headers))}
+	hp.header.Set("Content-Type", "application/json")
+	hp.header.Set("Accept", "application/json, text/event-stream")
+	if id := tr.GetSessionId(); s.sessionEra && id != "" {
+		hp.header.Set(transport.HeaderKeySessionID, id)
+	}
+	if s.version != "" {
+		hp.header.Set(transport.HeaderKeyProtocolVersion, s.version)
+	}
+	for k, v := range c.opts.headers {
+		hp.header.Set(k, v)
+	}
 	if s.sessionEra {
 		return hp
 	}
@@ -117,10 +132,10 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		return nil, false, nil
 	}
 	ex := wire.ExchangeOf(ctx)
-	sessionID := hp.tr.GetSessionId()
-	if ex == nil || s.sessionEra && sessionID == "" {
+	if ex == nil || s.sessionEra && (hp.tr.GetSessionId() == "" || len(hp.header[sessionHeader]) == 0) {
 		// No session id: mcp-go's transport saw its session end, and
-		// refuses to send.
+		// refuses to send (or the server gave none, and mcp-go writes
+		// those calls).
 		return nil, false, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -132,39 +147,25 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		return nil, false, nil // mcp-go says why it cannot marshal them
 	}
 	id := hotRequestSeq.Add(1)
-	rpc := transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(id),
-		Method:  string(mcp.MethodToolsCall),
-		Params:  json.RawMessage(params.Bytes()),
-	}
-	// What mcp-go's transport writes (StreamableHTTP.sendHTTP), in its
-	// order: the request's own headers (the stateless era's), then its
-	// content headers, session, version, WithHeaders' and WithHeaderFunc's.
-	var header http.Header
+	// What mcp-go's transport writes (StreamableHTTP.sendHTTP): the
+	// request's own headers (the stateless era's Mcp-Method, Mcp-Name and
+	// Mcp-Param-*), then the session's (hp.header), which win.
+	var own http.Header
 	if hp.meta != nil {
-		rpc.Header = make(http.Header, 3)
-		rpc.Header.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
+		own = make(http.Header, 3)
+		own.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
 		if name, ok := mcp.EncodeHeaderValue(p.Name); ok {
-			rpc.Header.Set(mcp.HeaderName, name)
+			own.Set(mcp.HeaderName, name)
 		}
-		rpc, _ = hp.tr.withParamHeaders(rpc, false)
-		header = rpc.Header.Clone()
-	} else {
-		header = make(http.Header, 4)
+		rpc, _ := hp.tr.withParamHeaders(transport.JSONRPCRequest{Method: string(mcp.MethodToolsCall), Params: json.RawMessage(params.Bytes()), Header: own}, false)
+		own = rpc.Header
 	}
-	header.Set("Content-Type", "application/json")
-	header.Set("Accept", "application/json, text/event-stream")
-	if s.sessionEra {
-		header.Set(transport.HeaderKeySessionID, sessionID)
+	header := hp.header.Clone()
+	for k, v := range own {
+		if _, ok := hp.header[k]; !ok {
+			header[k] = v
+		}
 	}
-	if s.version != "" {
-		header.Set(transport.HeaderKeyProtocolVersion, s.version)
-	}
-	for k, v := range c.opts.headers {
-		header.Set(k, v)
-	}
-
 	// mcp-go's transport ends its requests when it is closed; the session
 	// is cancelled first when it closes.
 	reqCtx, cancel := context.WithCancel(ctx)
@@ -201,7 +202,13 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	// mcp-go's transport reads the answer as it reads every answer: the
 	// request its http.Client is given is answered without being sent
 	// (the one sent had the same bytes).
-	return c.callToolMCPGo(ctx, s, rpc)
+	return c.callToolMCPGo(ctx, s, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(id),
+		Method:  string(mcp.MethodToolsCall),
+		Params:  json.RawMessage(params.Bytes()),
+		Header:  own,
+	})
 }
 
 // readHot reads a 200 answer in JSON, its body closed: the result, or nil
@@ -256,4 +263,7 @@ func (c *ResilientClient) callToolMCPGo(ctx context.Context, s *session, rpc tra
 
 // errNoAnswer is the error of a request the transport answered with
 // nothing (mcp-go's CallTool would not return at all).
+// sessionHeader is Mcp-Session-Id as net/http keys it.
+var sessionHeader = http.CanonicalHeaderKey(transport.HeaderKeySessionID)
+
 var errNoAnswer = errors.New("resilientmcp: tools/call: the transport returned no answer")
