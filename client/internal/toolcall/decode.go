@@ -227,11 +227,31 @@ func lookup(names []field, k []byte) (uint, bool) {
 		if string(k) == f.name {
 			return f.bit, true
 		}
-		if bytes.EqualFold(k, []byte(f.name)) {
+		if foldsTo(k, f.name) {
 			return 0, false
 		}
 	}
 	return 0, true
+}
+
+// foldsTo reports whether k, ASCII (key's), is name in another case.
+func foldsTo(k []byte, name string) bool {
+	if len(k) != len(name) {
+		return false
+	}
+	for i := range len(k) {
+		a, b := k[i], name[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *decoder) result(res *mcp.CallToolResult) bool {
