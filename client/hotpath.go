@@ -211,24 +211,38 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	})
 }
 
-// readHot reads a 200 answer in JSON, its body closed: the result, or nil
-// and a response whose body gives mcp-go what was read.
+// maxHotAnswer bounds the answers the hot path reads itself: a larger one
+// (WithMaxResponseBytes allows 16 MiB) is left to mcp-go, which reads it
+// as it always has, without a copy of the client's beside its own.
+const maxHotAnswer = 1 << 20
+
+// readHot reads a 200 answer in JSON: its result, its body closed; or nil
+// and a response whose body gives mcp-go the same bytes, and the same
+// read error, as the answer gave the client.
 func (c *ResilientClient) readHot(resp *http.Response) (*mcp.CallToolResult, *http.Response) {
+	if resp.ContentLength > maxHotAnswer {
+		return nil, resp
+	}
 	buf := toolcall.NewBuffer()
-	defer buf.Free()
-	_, err := buf.ReadFrom(resp.Body)
-	resp.Body.Close()
-	if err == nil {
-		if res, ok := toolcall.DecodeResponse(buf.Bytes()); ok {
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, maxHotAnswer+1))
+	if err == nil && n <= maxHotAnswer {
+		resp.Body.Close()
+		res, ok := toolcall.DecodeResponse(buf.Bytes())
+		if ok {
+			buf.Free()
 			return res, resp
 		}
+		err = io.EOF
 	}
-	read := bytes.Clone(buf.Bytes())
-	var rest io.Reader = bytes.NewReader(read)
-	if err != nil {
-		rest = io.MultiReader(rest, errReader{err})
+	// The buffer goes to mcp-go, not back to the pool.
+	var rest io.Reader = errReader{err}
+	if n > maxHotAnswer {
+		rest = resp.Body // the rest of the answer, still to be read
 	}
-	resp.Body = io.NopCloser(rest)
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf.Bytes()), rest), resp.Body}
 	return nil, resp
 }
 
