@@ -18,25 +18,31 @@ import (
 )
 
 // A plain tools/call over Streamable HTTP is the client's hot path, and
-// the client writes it itself (issue 46): mcp-go marshals its params
+// the client writes it itself (issue 46). mcp-go marshals its params
 // through a generic envelope (and, in the stateless era, marshals,
-// decodes and marshals them again to add the per-request _meta), and
-// reads the answer's result four times over (a probe, the result, each
-// content item for its type and then its body). Here the params are
-// written once into a pooled buffer, with the session's _meta written
-// once per session, and sent on the session's own mcp-go transport, as
-// the task requests are (rawRequest): the same connection, headers,
-// session id, authorization, answer guard and event-stream handling. The
-// result is read in one pass (client/internal/toolcall); what that reader
-// does not recognise goes to mcp-go's parser, as before, and is counted
-// in Stats.ParserFallbacks.
+// decodes and marshals them again to add the per-request _meta), watches
+// each request with a goroutine of its own, and reads the answer five
+// times over (the JSON-RPC envelope, a probe of the result, the result,
+// each content item for its type and then its body). Here the params are
+// written once into a pooled buffer, with the session's _meta and headers
+// made once per session, and the request goes out on the session's own
+// HTTP client, the one its mcp-go transport sends with: the same
+// connections, tracker, answer guard, connection check and authorization.
+// A JSON answer is read in one pass (client/internal/toolcall). Anything
+// else (an event stream, another status, an error, a result the reader
+// does not recognise) is handed to the session's mcp-go transport as the
+// answer to the same request (wire.Exchange.Preanswer), which reads it as
+// it always has; a result left to mcp-go's parser is counted in
+// Stats.ParserFallbacks.
 //
-// The client takes the call over only where it can write exactly what
-// mcp-go would: a session of its own over HTTP whose mcp-go client has no
-// options of the caller's (WithClientOptions can add handlers, tracers,
-// propagators of _meta), and a request without _meta, task, input
-// responses or headers of its own; in the stateless era, no logging level
-// set. Every other call goes through mcp-go's CallTool, unchanged.
+// The client takes a call over only where it writes exactly what mcp-go
+// would (TestHotPathWritesWhatMCPGoWrites): a session of its own over
+// HTTP whose mcp-go client has no options of the caller's
+// (WithClientOptions can add handlers, tracers, propagators of _meta), no
+// version declared in place of mcp-go's, and a session id unless in the
+// stateless era; a request without _meta, task, input responses or
+// headers of its own; in the stateless era, no logging level set. Every
+// other call goes through mcp-go's CallTool, unchanged.
 
 // hotPath is what a session writes into each tools/call it takes over.
 type hotPath struct {
