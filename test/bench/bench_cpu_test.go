@@ -34,7 +34,7 @@ import (
 // wall-x-raw; allocs/call and B/call of each (runtime.MemStats, the
 // process's: the client's only).
 //
-//	go test -run '^$' -bench BenchmarkClientCPU -benchtime=20000x -count=3 ./test/bench | go run ./tools/benchspread
+//	go test -run '^$' -bench BenchmarkClientCPU -benchtime=10000x -count=3 ./test/bench | go run ./tools/benchspread
 func BenchmarkClientCPU(b *testing.B) {
 	for _, era := range []testserver.Era{testserver.SessionEra, testserver.StatelessEra} {
 		b.Run(fmt.Sprintf("era=%s", era), func(b *testing.B) {
