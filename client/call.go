@@ -118,6 +118,7 @@ type attempts struct {
 	deadline time.Time
 	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
 	tool     string        // "" but for a tools/call
+	sent     time.Time     // when the last attempt was sent
 }
 
 // acquire leases a session for the next attempt, and probes it first if
@@ -131,9 +132,13 @@ func (c *ResilientClient) acquire(ctx context.Context, p *attempts) (*session, e
 		return nil, c.acquireFailed(r, err)
 	}
 	s := lease.Value()
-	if err := c.probeBeforeUse(ctx, s, r.Doubts(s.opened)); err != nil {
+	doubted := r.Doubts(s.opened)
+	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
 		lease.Release()
 		return nil, c.probeFailed(ctx, r, s, err, p.deadline)
+	}
+	if doubted {
+		r.Probed()
 	}
 	r.Revalidate = false
 	return s, nil
@@ -148,6 +153,7 @@ func (c *ResilientClient) send(ctx context.Context, p *attempts, s *session, sen
 	if pc != nil {
 		pc.sending()
 	}
+	p.sent = time.Now()
 	err := send(ct.attempt(ctx, s), s)
 	if pc != nil {
 		pc.sent()
@@ -184,6 +190,12 @@ func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *sess
 		// Close closed the session under the call.
 		r.AfterClose(v)
 		return r.closed(err)
+	}
+	if policy.Reidentify(v, s.policy()) {
+		// The replay decision does not rest on annotations from before
+		// the loss: the tools are listed again (once, for every call
+		// that needs them).
+		c.doubtTools(p.sent)
 	}
 	safe := func() bool {
 		return policy.SafeToRepeat(p.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
@@ -350,7 +362,7 @@ func (r *retries) fail(why string, cause error, also ...error) error {
 	if r.MayHaveRun {
 		kind = ErrOutcomeUnknown
 	}
-	return &callError{kind: kind, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
+	return &callError{kind: kind, answered: r.Answered, method: r.method, why: why, sends: r.Sends, also: also, cause: notTheCallers(r.CtxErr, cause)}
 }
 
 // notTheCallers keeps a context's error out of a call's error chain when

@@ -119,11 +119,14 @@ func (e *AuthorizationRequiredError) Unwrap() error { return e.cause }
 type callError struct {
 	kind   error // ErrOutcomeUnknown, ErrUnavailable, or nil with closed
 	closed bool  // also ErrClosed: Close interrupted the call
-	method string
-	why    string
-	sends  int
-	also   []error // further causes to match, such as the context's error
-	cause  error
+	// answered: the server answered the last attempt with a JSON-RPC
+	// error (policy.Retries.Answered): a listing is not served stale.
+	answered bool
+	method   string
+	why      string
+	sends    int
+	also     []error // further causes to match, such as the context's error
+	cause    error
 }
 
 func (e *callError) Error() string {

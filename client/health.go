@@ -132,7 +132,9 @@ func (c *ResilientClient) probeBeforeUse(ctx context.Context, s *session, force 
 
 // setDegraded records whether a session is failing probes.
 func (c *ResilientClient) setDegraded(s *session, failing bool) {
-	if !s.health().Unhealthy() {
+	// A monitor's first probe can end before watch has stored it (a short
+	// keepalive): nil is a monitor that has not given up.
+	if m := s.health(); m == nil || !m.Unhealthy() {
 		c.members[s.member].degraded.Store(failing)
 		c.refreshState()
 	}

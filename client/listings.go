@@ -156,9 +156,12 @@ func WithListingStore(s ListingStore) Option {
 	})
 }
 
-// Fresh says that the listing or read is to be asked of the server, not
-// answered from the cache within its ttlMs. It may still be answered stale
-// if the server cannot answer (WithMaxStale). Other methods ignore it.
+// Fresh says that the listing or read is the server's answer or an error:
+// it is asked of the server, not answered from the cache within its ttlMs,
+// and if the server cannot answer, the call fails (ErrUnavailable,
+// ErrOutcomeUnknown) rather than being answered stale (WithMaxStale). A
+// caller that asks for fresh wants to know when there is none. Other
+// methods ignore it.
 func Fresh() CallOption {
 	return callOptionFunc(func(o *callOptions) { o.fresh = true })
 }
@@ -358,6 +361,11 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 		c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
 		return out, c.end(ctx, nil)
 	}
+	if fresh {
+		// Fresh asks for the server's answer: if there is none, the
+		// caller learns that, and does not get the cache's instead.
+		return zero, c.end(ctx, err)
+	}
 	if res, ok := staleAnswer(ctx, c, sp, err); ok {
 		c.obs.fromCache(ctx, true)
 		return res, c.end(ctx, nil)
@@ -404,10 +412,11 @@ func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen u
 	}
 	c.tools.mu.Lock()
 	l := &c.tools.listings
+	// First: a changed identity drops the old server's tools, not these.
+	changed := c.serverSeenLocked(server)
 	if sp.remember != nil {
 		sp.remember(res, gen)
 	}
-	changed := c.serverSeenLocked(server)
 	var prev *listingEntry
 	if sl := l.slots[sp.key]; sl != nil {
 		prev = sl.public
@@ -481,7 +490,7 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 	f := policy.StaleFailure{
 		NotAnswered: errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown),
 		Answered: errors.Is(err, ErrResponseTooLarge) || errors.Is(err, ErrAuthorizationRequired) ||
-			errors.As(err, new(*InsufficientScopeError)),
+			errors.As(err, new(*InsufficientScopeError)) || serverAnswered(err),
 		CallerCancelled: errors.Is(ctx.Err(), context.Canceled),
 		Closed:          errors.Is(err, ErrClosed) || c.closed.Load(),
 	}
@@ -535,6 +544,15 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 			"method", sp.method, "age", age.Round(time.Millisecond), "err", describe(err))
 	}
 	return res, true
+}
+
+// serverAnswered reports whether err ends a call whose last attempt the
+// server answered with a JSON-RPC error: resent for a retryable code
+// (WithRetryableRPCCodes) until the retries were spent, it is still the
+// server's answer, never masked by a stale one.
+func serverAnswered(err error) bool {
+	ce := new(callError)
+	return errors.As(err, &ce) && ce.answered
 }
 
 // mark sets the stale mark in a copy of *meta.
@@ -612,7 +630,9 @@ func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
 
 // serverSeenLocked records the server's identity as a session or a result
 // gave it: another than before makes every answer kept another server's,
-// dropped and never served stale.
+// dropped and never served stale, and its tools' annotations too: a replay
+// is never decided on another server's word (the next decision lists the
+// tools of this one).
 // It returns the identities, if they changed (logged by logServerChange,
 // once the lock is released: the logger's handler is the user's code).
 func (c *ResilientClient) serverSeenLocked(id string) (changed []string) {
@@ -622,6 +642,10 @@ func (c *ResilientClient) serverSeenLocked(id string) (changed []string) {
 	}
 	if l.server != "" {
 		l.slots = nil
+		if c.tools.tools != nil {
+			c.tools.tools = nil
+			c.tools.gen++
+		}
 		changed = []string{l.server, id}
 	}
 	l.server = id

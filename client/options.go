@@ -470,12 +470,15 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 // WithRetryableRPCCodes lists the JSON-RPC error codes that mean the server
 // does not serve now, as a 503 does. A call that is safe to repeat
 // (WithRetryToolCall; every method but tools/call) is sent again after the
-// backoff's pause, paid from the retry budget and not counted against
-// WithMaxAttempts, for up to 10 s of pauses in all, within its deadline
-// and while the budget lasts. When those end it, or if it is not safe to
-// repeat, the call
-// returns ErrOutcomeUnknown (the request reached a handler, which may have
-// run it) with the server's error in the chain, never that error bare. A
+// backoff's pause and a probe of its session, paid from the retry budget
+// and not counted against WithMaxAttempts, for up to 10 s of pauses in
+// all, within its deadline and while the budget lasts. A server that
+// answers the probe serves: the code it answers the resend with is its
+// answer, returned as is (a drain ends; a bug does not). When the pauses,
+// the deadline or the budget end it, or if it is not safe to repeat, the
+// call returns ErrOutcomeUnknown (the request reached a handler, which may
+// have run it) with the server's error in the chain, never that error
+// bare; a listing is then not answered stale (WithMaxStale). A
 // session's handshake answered with one is tried again on the backoff
 // schedule, and a probe so answered says nothing of the session. It
 // replaces the list; none turns it off, and a code left out is the
@@ -487,8 +490,8 @@ func WithRetryToolCall(safe func(mcp.Tool) bool) Option {
 // servers answer to the requests in flight when the server process dies
 // in a shutdown or restart, and which a replay on a live one answers.
 // mcp-go's servers also answer it to any error of a tool's handler: a safe
-// tool that fails every time answers after those pauses (about 7 s under
-// the default backoff); leave -32603 out to have such answers at once.
+// tool that fails every time answers after one pause, one probe and one
+// resend; leave -32603 out to have such answers at once.
 //
 // mcp-go keeps the code of the errors it knows (-32700, -32600 to -32603,
 // and MCP's own); a code it has no error value for is recognised only in an

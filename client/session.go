@@ -74,7 +74,7 @@ func (s *session) markServed() {
 
 // policy is what the policy needs to know of s.
 func (s *session) policy() policy.Session {
-	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load()}
+	return policy.Session{SessionEra: s.sessionEra, Served: s.served.Load(), Sessionless: s.proc == nil && s.mc.GetSessionId() == ""}
 }
 
 func (s *session) close() {
@@ -226,7 +226,8 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	}
 	// The server could not be reached: once it answers, ask whether the
 	// session survived before opening another.
-	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable {
+	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable &&
+		policy.KeepThroughOutage(prev.policy()) {
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)

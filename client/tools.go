@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/singleflight"
@@ -59,6 +60,27 @@ func (c *ResilientClient) markToolsStale() {
 	c.tools.mu.Unlock()
 }
 
+// doubtTools marks the cached tools stale after a request sent at sent
+// lost its connection to a sessionless server (policy.Reidentify), unless
+// they are stale already or were listed after it was sent: the many calls
+// one loss breaks share one listing.
+func (c *ResilientClient) doubtTools(sent time.Time) {
+	key := c.toolsSpec(mcp.ListToolsRequest{}, false).key
+	c.tools.mu.Lock()
+	defer c.tools.mu.Unlock()
+	if c.tools.fresh != c.tools.gen {
+		return
+	}
+	if sl := c.tools.listings.slots[key]; sl != nil {
+		for _, e := range []*listingEntry{sl.public, sl.private} {
+			if e != nil && !e.fromStore && e.fetched.After(sent) {
+				return
+			}
+		}
+	}
+	c.tools.gen++
+}
+
 // knownTool returns the cached tool if the cache has it, and whether the
 // cache is current.
 func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) {
@@ -68,6 +90,12 @@ func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) 
 	return t, ok, c.tools.fresh == c.tools.gen
 }
 
+// knownToolAnyAge returns the cached tool, current or not.
+func (c *ResilientClient) knownToolAnyAge(name string) (mcp.Tool, bool) {
+	t, ok, _ := c.knownTool(name)
+	return t, ok
+}
+
 // toolSafe decides whether a tools/call whose outcome is unknown may be sent
 // again. A tool the server does not list is not safe: it has no annotations.
 //
@@ -75,13 +103,16 @@ func (c *ResilientClient) knownTool(name string) (t mcp.Tool, ok, current bool) 
 // restart that took the pool's sessions with it), the decision rests on
 // the last listing seen: tools' annotations rarely change, and a server
 // that changed them announces it (tools/list_changed) or is listed again
-// after the reconnect that brought it. Only a tool never listed is taken
-// as not safe.
+// after the reconnect that brought it. Only a tool never listed, or
+// listed by a server whose identity has since changed, is taken as not
+// safe.
 func (c *ResilientClient) toolSafe(ctx context.Context, name string) bool {
 	t, ok, current := c.knownTool(name)
 	if !ok || !current {
-		last, seen := t, ok
 		if err := c.learnTools(ctx); err != nil {
+			// Re-read: a change of the server's identity meanwhile drops
+			// what was seen of the old one's tools.
+			last, seen := c.knownToolAnyAge(name)
 			if seen {
 				c.log.Warn("could not list the tools to decide a replay; deciding on the last listing seen", "tool", name, "err", describe(err))
 				t = last

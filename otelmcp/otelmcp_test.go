@@ -493,7 +493,10 @@ func TestNoopProvidersAreAskedNothing(t *testing.T) {
 // "stale" when the server is down, after its attempt failed (F48).
 func TestCachedListingIsMarked(t *testing.T) {
 	tm := newTelemetry(t)
-	srv := startServer(t, testserver.Config{Era: testserver.StatelessEra, CacheTTLMs: 60000, CacheScope: mcp.CacheScopePublic})
+	// A ttl of 1 s: the second listing is a hit, the one after it, with
+	// the server down, stale (Fresh would be the server's answer or an
+	// error).
+	srv := startServer(t, testserver.Config{Era: testserver.StatelessEra, CacheTTLMs: 1000, CacheScope: mcp.CacheScopePublic})
 	c := newClient(t, tm, srv.URL())
 	for range 2 {
 		if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
@@ -501,7 +504,8 @@ func TestCachedListingIsMarked(t *testing.T) {
 		}
 	}
 	srv.Stop()
-	res, err := c.ListTools(client.WithCallOptions(t.Context(), client.Fresh(), client.FailFast()), mcp.ListToolsRequest{})
+	time.Sleep(time.Second) // the ttl ends
+	res, err := c.ListTools(client.WithCallOptions(t.Context(), client.FailFast()), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatalf("ListTools with the server down = %v, want the stale listing", err)
 	}

@@ -316,7 +316,11 @@ func TestReadCachedAndStaleOnlyWhenAsked(t *testing.T) {
 			if asked {
 				opts = append(opts, client.WithMaxStaleReads(time.Hour))
 			}
-			r := rig.New(t, cached(mcp.CacheScopePrivate), false, opts...)
+			// A ttl of 1 s: the reads within it are served from the
+			// cache, and the one after it, with the server down, stale.
+			cfg := cached(mcp.CacheScopePrivate)
+			cfg.CacheTTLMs = 1000
+			r := rig.New(t, cfg, false, opts...)
 			read := mcp.ReadResourceRequest{}
 			read.Params.URI = testserver.CounterURI
 			for range 5 {
@@ -328,7 +332,8 @@ func TestReadCachedAndStaleOnlyWhenAsked(t *testing.T) {
 				t.Fatalf("5 reads within the ttl sent %d resources/read, want 1", n)
 			}
 			r.Srv.Stop()
-			res, err := r.C.ReadResource(client.WithCallOptions(r.Ctx(), client.Fresh(), client.FailFast()), read)
+			time.Sleep(time.Second) // the ttl ends
+			res, err := r.C.ReadResource(client.WithCallOptions(r.Ctx(), client.FailFast()), read)
 			if !asked {
 				if !errors.Is(err, client.ErrUnavailable) {
 					t.Fatalf("a read with the server down = %v, want ErrUnavailable: reads are not served stale unless asked", err)

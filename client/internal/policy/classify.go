@@ -141,6 +141,10 @@ type Session struct {
 	// Served: the server has answered a request carrying the session's id
 	// with a 2xx, so it knew the id (F26).
 	Served bool
+	// Sessionless: nothing proves which server answers it: an HTTP
+	// session without an Mcp-Session-Id (a stateless server, or the
+	// 2026-07-28 era). See KeepThroughOutage and Reidentify.
+	Sessionless bool
 }
 
 // Classify decides what a failed attempt means. It is the one place that

@@ -1,6 +1,10 @@
 package policy
 
-import "time"
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
 
 // Loss is why a session was taken out of service; it decides how the
 // session is closed and what replaces it.
@@ -103,6 +107,32 @@ func AfterRecheck(v Verdict, retryable []int) Recheck {
 	return Reopen
 }
 
+// KeepThroughOutage reports whether a session kept while the server could
+// not be reached is only asked whether it survived (a probe) before it goes
+// back into service, rather than replaced by a new one: only if it proves
+// which server it is with (an Mcp-Session-Id the server issued, which
+// another program on the port would refuse; a stdio server's own
+// process). A sessionless server proves nothing by answering
+// a probe: another program, or another version, may now listen on the
+// port, and what the client knew of the old one (its identity, listings,
+// the annotations a replay is decided on) would be kept on the new one's
+// behalf. So it is asked who it is: a new session (initialize, or
+// server/discover in the 2026-07-28 era), one round trip, once per outage,
+// made by the pool's dial for every goroutine waiting on it; a changed
+// identity then drops what was known of the old one.
+func KeepThroughOutage(s Session) bool { return !s.Sessionless }
+
+// Reidentify reports whether a failed attempt leaves a sessionless
+// server's identity in doubt: the connection was lost under the request
+// (its outcome unknown), as when the server's process dies, and the
+// program that answers next on the port may be another. What the client
+// relies on next is the tools' annotations, for the replay decision: they
+// are listed again before it (one tools/list for every call that needs
+// them), rather than the session replaced, which would cut the other
+// calls in flight on it. An outage that follows replaces the session
+// (KeepThroughOutage), which asks the server who it is.
+func Reidentify(v Verdict, s Session) bool { return s.Sessionless && v.Class == OutcomeUnknown }
+
 // AfterProbe decides what a failed probe of the session a call was about
 // to be sent on means for the call: the call was not sent, so the probe's
 // failure is the session's, never the call's outcome (F29). The session is
@@ -117,6 +147,21 @@ func (r *Retries) AfterProbe(v Verdict, deadline time.Time) Action {
 		r.Revalidate = false
 		return Action{}
 	case Busy:
+		if r.codeDoubt && v.RetryableCode(r.RetryableRPC) {
+			// The probe was answered as the call was: a drain. The call
+			// waits as it would have after a resend, and probes again,
+			// one request per pause; once DrainWait, the backoff or the
+			// deadline leave no pause, it is sent, for afterRetryableCode
+			// to end it with its own answer.
+			pause := r.NextPause()
+			if pause == backoff.Stop || r.drained+pause > DrainWait ||
+				!deadline.IsZero() && time.Until(deadline) < pause {
+				r.Revalidate = false
+				return Action{}
+			}
+			r.drained += pause
+			return Action{Pause: pause}
+		}
 		r.Revalidate = false
 		a := Action{Pause: max(v.RetryAfter, r.NextPause())}
 		if !deadline.IsZero() && time.Until(deadline) < a.Pause {

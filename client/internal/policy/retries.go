@@ -26,6 +26,10 @@ type Retries struct {
 	// MayHaveRun: some attempt may have run on the server; the call's
 	// error is then ErrOutcomeUnknown, else ErrUnavailable.
 	MayHaveRun bool
+	// Answered: the server answered the last attempt with a JSON-RPC
+	// error: whatever ends the call, that answer is the server's word,
+	// and a listing is not answered stale in its place (StaleIfError).
+	Answered bool
 	// Revalidate: probe the session before the next send, if it is no
 	// newer than doubtSince (Doubts).
 	Revalidate bool
@@ -44,6 +48,18 @@ type Retries struct {
 	staleRetried       bool            // the one free retry after a stale pooled connection is spent
 	pauses             backoff.BackOff // made on the first retry that must wait
 	drained            time.Duration   // paused for after answers with a retryable JSON-RPC code (DrainWait)
+	// codeDoubt: the last answer carried a retryable code, and the
+	// session is probed before the resend (Probed); serving: that probe
+	// was answered, so the server serves and its code is its answer.
+	codeDoubt, serving bool
+}
+
+// Probed records that the session the call is about to be sent on
+// answered the probe its doubt asked for (Doubts).
+func (r *Retries) Probed() {
+	if r.codeDoubt {
+		r.serving = true
+	}
 }
 
 // Ending is how a call ends after a failed attempt, if it does.
@@ -83,6 +99,7 @@ func giveUp(why string, also ...error) Action { return Action{End: GiveUp, Why: 
 func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action {
 	r.Sends++
 	r.MayHaveRun = r.MayHaveRun || v.MayHaveRun()
+	r.Answered = v.Class == ServerError && v.RPCAnswer
 	switch v.Class {
 	case Caller:
 		// The caller's context's own error goes in the chain: what mcp-go
@@ -204,6 +221,16 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 // pauses it took after them, in all; the call's deadline and the retry
 // budget bound it too.
 //
+// A drain ends; a bug does not. Such an answer only says the server does
+// not serve now if the server answers nothing else either: a gateway whose
+// child restarts answers its probe (ping, server/discover) with the same
+// code. So each resend is preceded by a probe of the session (Doubts,
+// shared by every call waiting on it): a server that answers the probe
+// serves, and the code it answers the call with again is its answer, as
+// is (issue 43: a -32603 from a server that is plainly up came back after
+// 7 s of resends, and in place of a listing, a stale one). One pause, one
+// probe and one resend, instead of nine resends over 7 s.
+//
 // Such an answer (-32603 from a gateway whose stdio child died in a
 // restart) comes back at once and says the server does not serve now, as a
 // 503 does; what ends it is time, the child starting again, not a number of
@@ -218,11 +245,11 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 // covers several times that, and is the default backoff's longest pause
 // and the retry budget's window. Under the default backoff it is 9 sends
 // at most, about 7 s apart from first to last, each paid from the budget:
-// never a burst. The price: mcp-go's servers answer -32603 to any error of
-// a tool's handler, so a safe tool that fails every time answers its
-// caller after those 7 s, ErrOutcomeUnknown with the server's error in the
-// chain; a caller who wants such answers at once removes the code from
-// the list.
+// never a burst. mcp-go's servers answer -32603 to any error of a tool's
+// handler: a safe tool that fails every time answers its caller after one
+// pause, one probe and one resend (the probe rule above), with the
+// server's error; a caller who wants such answers at once removes the
+// code from the list.
 const DrainWait = 10 * time.Second
 
 // RetryableCode reports whether v is the server's answer with a JSON-RPC
@@ -250,6 +277,15 @@ func (r *Retries) afterRetryableCode(code int, safe func() bool, deadline time.T
 	if !safe() {
 		return Action{End: GiveUp, Why: join(why, "not safe to repeat"), Refused: true}
 	}
+	if r.serving {
+		// Between two such answers the server answered a probe: it
+		// serves, and the code is its answer to this request (a bug, not
+		// a drain), returned as it is.
+		return Action{End: AsIs}
+	}
+	// Before the resend, the session is asked whether the server serves:
+	// a drain answers the probe as it answered the call.
+	r.codeDoubt, r.Revalidate, r.doubtSince = true, true, time.Now()
 	a := Action{Pause: r.NextPause(), Budget: true}
 	switch {
 	case a.Pause == backoff.Stop:

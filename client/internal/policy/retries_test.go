@@ -121,3 +121,51 @@ func TestProbeAnsweredWithARetryableCode(t *testing.T) {
 		t.Errorf("a kept session's probe answered -32603: %v, want StillAway", got)
 	}
 }
+
+// A drain ends; a bug does not: a server that answers the probe taken
+// before the resend serves, and the code it answers the resend with is
+// its answer, at once; one that answers the probe with the code too (a
+// gateway whose child restarts) is waited out as before.
+func TestAfterRetryableCodeFromAServerThatServes(t *testing.T) {
+	internal := Verdict{Class: ServerError, RPCAnswer: true, RPCCode: mcp.INTERNAL_ERROR}
+	r := &Retries{Max: 3, PoolSize: 1, RetryableRPC: []int{mcp.INTERNAL_ERROR},
+		NewBackOff: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Second) }}
+	safe := func() bool { return true }
+	a := r.After(internal, safe, time.Time{})
+	if a.End != Continue || !r.Doubts(time.Now().Add(-time.Minute)) {
+		t.Fatalf("the first -32603: %+v, doubts %v; want a resend after a probe", a, r.Doubts(time.Now().Add(-time.Minute)))
+	}
+	// The probe answered -32603 too (AfterProbe: busy): still a drain.
+	r.AfterProbe(internal, time.Time{})
+	if a = r.After(internal, safe, time.Time{}); a.End != Continue {
+		t.Fatalf("-32603 after a probe answered -32603: %+v; want the drain waited out", a)
+	}
+	// The probe answered: the server serves.
+	r.Probed()
+	if a = r.After(internal, safe, time.Time{}); a.End != AsIs {
+		t.Errorf("-32603 after a probe the server answered: %+v; want AsIs, the server's answer", a)
+	}
+	// A probe that no code came before says nothing of one.
+	r2 := &Retries{Max: 3, PoolSize: 1, RetryableRPC: []int{mcp.INTERNAL_ERROR},
+		NewBackOff: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Second) }}
+	r2.Probed()
+	if a = r2.After(internal, safe, time.Time{}); a.End != Continue {
+		t.Errorf("-32603 after a probe before any code: %+v; want a resend", a)
+	}
+}
+
+// Issue 43: only a session that proves which server it is (an id the
+// server issued) is kept through an outage; a lost connection under a
+// request to a sessionless server puts what the client knew in doubt.
+func TestSessionlessServerIsAskedWhoItIs(t *testing.T) {
+	if !KeepThroughOutage(Session{SessionEra: true}) || KeepThroughOutage(Session{SessionEra: true, Sessionless: true}) || KeepThroughOutage(Session{Sessionless: true}) {
+		t.Error("KeepThroughOutage: want a session with an id kept, a sessionless one replaced")
+	}
+	lost := Verdict{Class: OutcomeUnknown}
+	if !Reidentify(lost, Session{Sessionless: true}) || Reidentify(lost, Session{SessionEra: true}) {
+		t.Error("Reidentify: want a lost answer from a sessionless server only")
+	}
+	if Reidentify(Verdict{Class: ServerError, RPCAnswer: true}, Session{Sessionless: true}) {
+		t.Error("Reidentify: the server's own answer leaves nothing in doubt")
+	}
+}
