@@ -195,6 +195,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		if res, resp = c.readHot(resp); res != nil {
 			return res, true, nil
 		}
+		c.stats.parserFallbacks.Add(1)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -202,9 +203,6 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	}
 	ex.Preanswer(resp, err)
 	defer ex.ClearPreanswer()
-	if err == nil {
-		c.stats.parserFallbacks.Add(1)
-	}
 	// mcp-go's transport reads the answer as it reads every answer: the
 	// request its http.Client is given is answered without being sent
 	// (the one sent had the same bytes).

@@ -58,11 +58,12 @@ type Stats struct {
 	// could not answer (WithMaxStale). Both are counted in Calls too.
 	CacheHits, StaleAnswers uint64
 
-	// ParserFallbacks counts tools/call answers the client's own reader
-	// left to mcp-go's parser: a result it does not recognise (a content
-	// type it does not read, a result asking for input, keys in another
-	// case...). mcp-go reads them as it always has; the count says how
-	// often a server's answers leave the client's hot path.
+	// ParserFallbacks counts the JSON answers to tools/calls the client
+	// sent itself that its own reader left to mcp-go's parser: a JSON-RPC
+	// error, a result it does not recognise (a content type it does not
+	// read, a result asking for input, keys in another case...), an
+	// answer over 1 MiB. mcp-go reads them as it always has. Answers sent
+	// as an event stream are mcp-go's to read, and not counted.
 	ParserFallbacks uint64
 
 	Sessions int // sessions in service now

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
+	"github.com/resilientmcp/resilientmcp/test/internal/fastmcp"
 	"github.com/resilientmcp/resilientmcp/test/internal/gosdkserver"
 	"github.com/resilientmcp/resilientmcp/test/internal/rig"
 )
@@ -59,12 +62,16 @@ var toolCalls = map[string][]mcp.CallToolRequest{
 		rig.ToolRequest("get-resource-links", map[string]any{"count": 3}),
 		rig.ToolRequest("get-structured-content", map[string]any{"location": "New York"}),
 	},
+	"fastmcp": {
+		rig.ToolRequest("mark", map[string]any{}),
+	},
 }
 
 // TestToolAnswersAsMCPGoReadsThem: the answers of go-sdk's server, mcp-go's
-// and server-everything to each kind of tools/call are what raw mcp-go
-// reads from them: the ResilientClient reads them itself (the hot path,
-// issue 46), so any difference is its reader's. Also a recorder of those
+// (both eras), server-everything and FastMCP to each kind of tools/call are what raw mcp-go
+// reads from them: the ResilientClient reads JSON answers itself (the hot
+// path, issue 46; go-sdk and server-everything answer with event streams,
+// which mcp-go reads), so any difference is its reader's. Also a recorder of those
 // answers (recordAnswersEnv).
 func TestToolAnswersAsMCPGoReadsThem(t *testing.T) {
 	servers := map[string]func(t *testing.T) string{
@@ -86,6 +93,7 @@ func TestToolAnswersAsMCPGoReadsThem(t *testing.T) {
 			return srv.URL()
 		},
 		"everything": func(t *testing.T) string { return rig.StartEverything(t).URL() },
+		"fastmcp":    startFastMCP,
 	}
 	for name, start := range servers {
 		t.Run(name, func(t *testing.T) {
@@ -120,6 +128,9 @@ func TestToolAnswersAsMCPGoReadsThem(t *testing.T) {
 				got, gotErr := c.CallTool(ctx, req)
 				if (wantErr == nil) != (gotErr == nil) || !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: got %#v, %v; raw mcp-go read %#v, %v", req.Params.Name, got, gotErr, want, wantErr)
+				}
+				if wantErr != nil {
+					t.Logf("%s: raw mcp-go: %v", req.Params.Name, wantErr)
 				}
 				if dir := os.Getenv(recordAnswersEnv); dir != "" && wantErr == nil {
 					rec.record(t, filepath.Join(dir, fmt.Sprintf("%s-%d-%s.json", name, i, req.Params.Name)))
@@ -173,4 +184,40 @@ func (r *answerRecorder) record(t *testing.T, path string) {
 	if err := os.WriteFile(path, msg.Result, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startFastMCP runs the FastMCP server of test/internal/fastmcp (stateless
+// mode: no session id) on a free port, killed when the test ends; the test
+// skips where node or the pinned package is missing.
+func startFastMCP(t *testing.T) string {
+	if err := fastmcp.Installed(); err != nil {
+		t.Skipf("FastMCP: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	name, args := fastmcp.Command()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "PORT="+port, "SERVER_NAME=fastmcp", "PROMPT=p", "RESOURCE=mem://r",
+		"RUNS_FILE="+filepath.Join(t.TempDir(), "runs"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	for range 200 { // 10 s
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			return "http://" + addr + "/mcp"
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("FastMCP did not listen within 10s")
+	return ""
 }
