@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
@@ -13,157 +14,228 @@ import (
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
-// do is the one path every call takes: get a session, send, classify a
-// failure, and decide whether and where to send again.
-//
-// tool is the tool of a tools/call, "" for any other method: every other
-// method is safe to repeat, and a tool's safety is asked only when an
-// attempt's outcome is unknown.
-func (c *ResilientClient) do(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
-	ctx, err := c.begin(ctx, method, tool)
-	if err != nil {
-		return err
-	}
-	return c.end(ctx, c.account(ctx, method, tool, send))
-}
-
-// begin opens the books of one call, as the observers and Stats see it,
+// call is the books of one call, as the observers and Stats see it,
 // however many attempts and forms (a plain tools/call, then its task) it
 // takes, or whether the listing cache answers it: the observers' start,
-// the count and the in-flight gauge. A call after Close is ended at once, with
-// ErrClosed as its error. Every call begin opens is closed by end.
-func (c *ResilientClient) begin(ctx context.Context, method, tool string) (context.Context, error) {
+// the count and the in-flight gauge, the deposit into the retry budget,
+// body, and the end, its error's class counted. Every method a caller
+// calls goes through it once: do, CallTool, the task calls and the cached
+// listings. A call after Close ends at once, with ErrClosed.
+//
+// A nil body is a call the listing cache answers: it is not deposited
+// into the retry budget, which grows with the calls that reach the
+// pipeline (callRun), not with those the cache answers (listings.go).
+// body's context is the one the observers gave the call: its result is
+// told them there (toolResult).
+func (c *ResilientClient) call(ctx context.Context, method, tool string, body func(context.Context) error) error {
 	ctx = c.obs.startCall(ctx, method, tool)
 	if c.closed.Load() {
-		return ctx, c.obs.endCall(ctx, ErrClosed)
+		c.obs.endCall(ctx, ErrClosed)
+		return ErrClosed
 	}
 	c.stats.calls.Add(1)
 	c.stats.inFlight.Add(1)
-	return ctx, nil
-}
-
-// end closes the books begin opened, with the call's error (its class
-// counted) and returns the error the observers may have replaced.
-func (c *ResilientClient) end(ctx context.Context, err error) error {
+	var err error
+	if body == nil {
+		c.stats.cacheHits.Add(1)
+		c.obs.fromCache(ctx, false)
+	} else {
+		c.opts.retryBudget.Deposit()
+		err = body(ctx)
+	}
 	c.stats.inFlight.Add(-1)
 	if err != nil {
 		c.stats.record(err)
 	}
-	return c.obs.endCall(ctx, err)
+	c.obs.endCall(ctx, err)
+	return err
 }
 
-// account is a call's attempts (run), paid into the retry budget: the
-// budget grows with the calls that reach the pipeline, not with those the
-// listing cache answers (listings.go). The books are the caller's (begin,
-// end).
-func (c *ResilientClient) account(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
-	c.opts.retryBudget.Deposit()
-	return c.run(ctx, method, tool, send)
+// do is a call of one request: its books (call) and its attempts (run).
+//
+// tool is the tool of a tools/call, "" for any other method: every other
+// method is safe to repeat, and a tool's safety is asked only when an
+// attempt's outcome is unknown.
+func (c *ResilientClient) do(ctx context.Context, method, tool string, send sendFunc) error {
+	return c.call(ctx, method, tool, func(ctx context.Context) error {
+		return c.run(ctx, method, tool, send)
+	})
 }
 
-// run is do without the call's accounting, for requests the client makes
-// itself (listing tools to decide a replay). Each attempt goes down the
-// pipeline: a session (acquire, which probes it before use), the request
-// (send), and what its failure means (afterFailure).
-func (c *ResilientClient) run(ctx context.Context, method, tool string, send func(context.Context, *session) error) error {
-	p := attempts{ct: c.obs.callOf(ctx), tool: tool, repeat: policy.RepeatByNature}
+// sendFunc makes one attempt of a request on a session.
+type sendFunc func(context.Context, *session) error
+
+// run sends one request through the pipeline (callRun) without a call's
+// books: a call's own (do), or one the client makes itself (listing tools
+// to decide a replay).
+func (c *ResilientClient) run(ctx context.Context, method, tool string, send sendFunc) error {
+	r, ctx, err := c.newCallRun(ctx, method, tool)
+	if err != nil {
+		return err
+	}
+	defer r.finish()
+	return r.run(ctx, send)
+}
+
+// callRun is one request's way through the pipeline: its attempts, its
+// deadline and its progress, and the steps each attempt takes, in order:
+//
+//	acquire       the breaker first, then a session from the pool, probed
+//	              before use if it has been idle or is in doubt (health.go)
+//	send          one attempt on it (send, the caller's sendFunc)
+//	afterFailure  what its failure means (policy.Classify), and what
+//	              follows (policy.Retries.After): the call's error, or
+//	              another attempt
+//
+// It is made in one allocation with what the attempts share: the exchange
+// the requests go out under (wire.Exchange), the lease of a session, and,
+// for a call followed by its progress, the progressCall (governedRun).
+type callRun struct {
+	c        *ResilientClient
+	tries    retries
+	tool     string        // "" but for a tools/call
+	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
+	ct       *callTrace    // the observers' view of the call; nil without observers
+	deadline time.Time
+	// progress is what the requests report to, nil if nothing follows
+	// them: the call's own progressCall (ownProgress: it governs the call,
+	// which bound set up), or the task call's it is a request of (follow).
+	progress    *progressCall
+	ownProgress bool
+	stop        context.CancelFunc // ends the context bound made, if not the progressCall's
+	sent        time.Time          // when the last attempt was sent
+	ex          wire.Exchange
+	lease       pool.Lease[*session]
+}
+
+// governedRun is the callRun of a call followed by its progress, with its
+// progressCall: one allocation for both.
+type governedRun struct {
+	callRun
+	own progressCall
+}
+
+// newCallRun makes the run of a request with ctx, and the context its
+// attempts go out under: bound by its deadline and progress (bound), and
+// bound to its exchange. A call made with an invalid option fails with it.
+func (c *ResilientClient) newCallRun(ctx context.Context, method, tool string) (*callRun, context.Context, error) {
 	o := callOptionsOf(ctx)
+	repeat := policy.RepeatByNature
 	if o != nil {
 		if o.invalid != nil {
-			return o.invalid
+			return nil, ctx, o.invalid
 		}
-		p.repeat = o.repeat
+		repeat = o.repeat
 	}
-	if idle, onProgress, governed := c.governs(o); governed {
-		gs := new(governedState)
-		p.st, p.pc = &gs.callState, &gs.progress
-		c.follow(ctx, p.pc, idle, onProgress)
-		ctx = p.pc
-		defer p.pc.end()
-		p.st.ex.RewriteRequests(p.pc)
+	var r *callRun
+	idle, onProgress, followed := c.governs(o)
+	if followed {
+		g := new(governedRun)
+		r = &g.callRun
+		r.progress, r.ownProgress = &g.own, true
+		ctx, _ = c.bound(ctx, r.progress, idle, onProgress, false)
+		r.ex.RewriteRequests(r.progress)
 	} else {
-		p.st = new(callState)
-		var stop context.CancelFunc
-		ctx, stop = c.callContext(ctx)
-		defer stop()
+		r = new(callRun)
+		ctx, r.stop = c.bound(ctx, nil, 0, nil, false)
 	}
-	p.deadline, _ = ctx.Deadline()
-	p.st.ex.Init()
-	ctx = p.st.ex.Bind(ctx)
-	p.r = retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
+	r.c, r.tool, r.repeat, r.ct = c, tool, repeat, c.obs.callOf(ctx)
+	r.deadline, _ = ctx.Deadline()
+	r.tries = retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
+	r.ex.Init()
+	return r, r.ex.Bind(ctx), nil
+}
+
+// follow makes r a request of the task call followed by p: its attempts
+// are p's (the idle clock runs while they are out), and, for the request
+// that creates the task (token), its requests carry p's progressToken.
+func (r *callRun) follow(p *progressCall, token bool) {
+	r.progress = p
+	if token && p != nil {
+		r.ex.RewriteRequests(p)
+	}
+}
+
+// finish ends the contexts of the run, and its own progress.
+func (r *callRun) finish() {
+	if r.ownProgress {
+		r.progress.End()
+	} else if r.stop != nil {
+		r.stop()
+	}
+}
+
+// run makes the request's attempts, each down the pipeline, until one is
+// answered or the call's error is decided.
+func (r *callRun) run(ctx context.Context, send sendFunc) error {
 	for {
-		s, err := c.acquire(ctx, &p)
+		s, err := r.acquire(ctx)
 		if err != nil {
 			return err
 		}
 		if s == nil {
 			continue // it failed its probe: the call waits for another
 		}
-		if err = c.send(ctx, &p, s, send); err == nil {
+		if err = r.send(ctx, s, send); err == nil {
 			return nil
 		}
-		if err = c.afterFailure(ctx, &p, s, err); err != nil {
+		if err = r.afterFailure(ctx, s, err); err != nil {
 			return err
 		}
 	}
 }
 
-// attempts is what a call's attempts share on their way down run's
-// pipeline.
-type attempts struct {
-	st       *callState
-	pc       *progressCall // the call's progress, if it is governed by it; else nil
-	ct       *callTrace    // the observers' view of the call; nil without observers
-	r        retries
-	deadline time.Time
-	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
-	tool     string        // "" but for a tools/call
-	sent     time.Time     // when the last attempt was sent
-}
-
-// acquire leases a session for the next attempt, and probes it first if
-// it has been idle or is in doubt (probeBeforeUse). nil and no error: it
-// failed its probe, and the call waits for another (probeFailed).
-func (c *ResilientClient) acquire(ctx context.Context, p *attempts) (*session, error) {
-	r, lease := &p.r, &p.st.lease
-	err := c.pool.AcquireInto(ctx, lease)
-	if err != nil {
-		r.CtxErr = ctx.Err()
-		return nil, c.acquireFailed(r, err)
+// acquire leases a session for the next attempt. The breaker first: once
+// it is open (WithFailFastAfter), the call fails here without waiting for
+// the pool, which asks it again, through whileNoSession, while a call
+// waits. The session is probed first if it has been idle or is in doubt
+// (probeBeforeUse). nil and no error: it failed its probe, and the call
+// waits for another (probeFailed).
+func (r *callRun) acquire(ctx context.Context) (*session, error) {
+	c, tries := r.c, &r.tries
+	if c.brk.Load().isOpen() {
+		if err := c.whileNoSession(ctx, pool.Waiting{}); err != nil {
+			tries.CtxErr = ctx.Err()
+			return nil, r.acquireFailed(err)
+		}
 	}
-	s := lease.Value()
-	doubted := r.Doubts(s.opened)
+	if err := c.pool.AcquireInto(ctx, &r.lease); err != nil {
+		tries.CtxErr = ctx.Err()
+		return nil, r.acquireFailed(err)
+	}
+	s := r.lease.Value()
+	doubted := tries.Doubts(s.opened)
 	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
-		lease.Release()
-		return nil, c.probeFailed(ctx, r, s, err, p.deadline)
+		r.lease.Release()
+		return nil, r.probeFailed(ctx, s, err)
 	}
 	if doubted {
-		r.Probed()
+		tries.Probed()
 	}
-	r.Revalidate = false
+	tries.Revalidate = false
 	return s, nil
 }
 
 // send makes one attempt on s, leased by acquire, and releases it. An
 // answer is recorded for what it proves of s; a failure is returned as
 // it came, for afterFailure.
-func (c *ResilientClient) send(ctx context.Context, p *attempts, s *session, send func(context.Context, *session) error) error {
-	ct, pc := p.ct, p.pc
-	p.st.ex.Reset()
-	if pc != nil {
-		pc.sending()
+func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
+	ct, p := r.ct, r.progress
+	r.ex.Reset()
+	if p != nil {
+		p.Sending()
 	}
-	p.sent = time.Now()
+	r.sent = time.Now()
 	err := send(ct.attempt(ctx, s), s)
-	if pc != nil {
-		pc.sent()
+	if p != nil {
+		p.Sent()
 	}
-	p.st.lease.Release()
+	r.lease.Release()
 	if err == nil {
 		ct.answered()
 		s.health().Touch()
 		s.markServed()
-		c.answered(s)
+		r.c.answered(s)
 	}
 	return err
 }
@@ -172,48 +244,50 @@ func (c *ResilientClient) send(ctx context.Context, p *attempts, s *session, sen
 // and carries out what the policy decides of it (policy.Retries.After):
 // for the session, the breaker, the server and the call. It returns the
 // call's error, or nil to try again, after any pause the policy asks for.
-func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *session, err error) error {
-	ex, lease, r, ct, pc := &p.st.ex, &p.st.lease, &p.r, p.ct, p.pc
-	method, tool := r.method, p.tool
+func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error {
+	c, ex, tries, ct := r.c, &r.ex, &r.tries, r.ct
+	method, tool := tries.method, r.tool
 	if ex.SessionAccepted() {
 		// The server took the session's id before the failure: a 400
 		// to it from now on means the server lost it.
 		s.markServed()
 	}
-	r.CtxErr = ctx.Err()
-	v := policy.Classify(err, s.policy(), ex, r.CtxErr != nil)
+	tries.CtxErr = ctx.Err()
+	v := policy.Classify(err, s.policy(), ex, tries.CtxErr != nil)
 	if v.Cause != nil {
 		err = v.Cause
 	}
-	ct.attempted(err, v, r.CtxErr)
+	ct.attempted(err, v, tries.CtxErr)
 	if c.closed.Load() {
 		// Close closed the session under the call.
-		r.AfterClose(v)
-		return r.closed(err)
+		tries.AfterClose(v)
+		return tries.closed(err)
 	}
 	if policy.Reidentify(v, s.policy()) {
 		// The replay decision does not rest on annotations from before
 		// the loss: the tools are listed again (once, for every call
 		// that needs them).
-		c.doubtTools(p.sent)
+		c.doubtTools(r.sent)
 	}
 	safe := func() bool {
-		return policy.SafeToRepeat(p.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
+		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
 	}
-	a := r.After(v, safe, p.deadline)
+	a := tries.After(v, safe, r.deadline)
 	if a.Discard != policy.NoLoss {
-		lease.Discard(&lostError{kind: a.Discard, err: err})
+		r.lease.Discard(&lostError{kind: a.Discard, err: err})
 	}
 	c.noteOutcome(v)
-	if pc != nil && pc.idle > 0 && r.CtxErr != nil && v.Sent {
-		// A call governed by progress ended by its idle timeout or its
-		// absolute bound: the server is told to stop.
-		c.tellCancelled(s, ex, context.Cause(ctx))
-	}
-	if np := pc.noProgress(); np != nil && a.End == policy.GiveUp {
-		a.Why = np.Error()
-		a.Also = append(a.Also, np)
-		err = nil // the cause is the client's own cancellation
+	if r.ownProgress {
+		if r.progress.Idle() > 0 && tries.CtxErr != nil && v.Sent {
+			// A call governed by progress ended by its idle timeout or
+			// its absolute bound: the server is told to stop.
+			c.tellCancelled(s, ex, context.Cause(ctx))
+		}
+		if np := r.progress.NoProgress(); np != nil && a.End == policy.GiveUp {
+			a.Why = np.Error()
+			a.Also = append(a.Also, np)
+			err = nil // the cause is the client's own cancellation
+		}
 	}
 	if a.CloseIdle {
 		// A connection that died under a request usually died with its
@@ -226,7 +300,7 @@ func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *sess
 		c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
 	}
 	if a.End != policy.Continue {
-		return r.end(a, err)
+		return tries.end(a, err)
 	}
 	if a.Reconnect {
 		c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
@@ -234,44 +308,30 @@ func (c *ResilientClient) afterFailure(ctx context.Context, p *attempts, s *sess
 		return nil
 	}
 	if a.Budget && !c.opts.retryBudget.TryWithdraw() {
-		return r.fail("retry budget exhausted", err)
+		return tries.fail("retry budget exhausted", err)
 	}
 	if a.Expired {
 		c.stats.replays.Add(1)
 	}
 	c.stats.retries.Add(1)
 	ct.retry(a.Expired, v.MayHaveRun(), a.Discard)
-	c.log.Info("retrying", "method", method, "tool", tool, "attempt", r.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
+	c.log.Info("retrying", "method", method, "tool", tool, "attempt", tries.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
 	if a.Pause > 0 && a.Pause != backoff.Stop {
 		switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
 		case wait.Stopped:
-			return r.closed(err)
+			return tries.closed(err)
 		case wait.Cancelled:
-			return r.fail("the deadline passed while waiting to try again", err, ctx.Err())
+			return tries.fail("the deadline passed while waiting to try again", err, ctx.Err())
 		}
 	}
 	return nil
 }
 
-// callState is what a call holds through its attempts, made in one
-// allocation: the exchange its requests go out under (Bind), and its lease
-// of a session, taken again for each attempt.
-type callState struct {
-	ex    wire.Exchange
-	lease pool.Lease[*session]
-}
-
-// governedState is the callState of a call followed by its progress, with
-// its progressCall: one allocation for both.
-type governedState struct {
-	callState
-	progress progressCall
-}
-
 // probeFailed carries out what a failed probe of the session a call was
 // about to be sent on means for the call (policy.AfterProbe: never the
 // call's outcome, F29). nil: try again.
-func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *session, err error, deadline time.Time) error {
+func (run *callRun) probeFailed(ctx context.Context, s *session, err error) error {
+	c, r := run.c, &run.tries
 	switch {
 	case ctx.Err() != nil:
 		r.Revalidate, r.CtxErr = false, ctx.Err()
@@ -286,7 +346,7 @@ func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *sessio
 	if errors.As(err, &pe) {
 		v = pe.verdict
 	}
-	a := r.AfterProbe(v, deadline)
+	a := r.AfterProbe(v, run.deadline)
 	switch {
 	case a.End == policy.Unauthorized:
 		return r.end(a, pe.err)
@@ -309,7 +369,8 @@ func (c *ResilientClient) probeFailed(ctx context.Context, r *retries, s *sessio
 
 // acquireFailed turns the reason no session could be had into the caller's
 // error.
-func (c *ResilientClient) acquireFailed(r *retries, err error) error {
+func (run *callRun) acquireFailed(err error) error {
+	c, r := run.c, &run.tries
 	var wait *pool.WaitError
 	var ff *failedFast
 	switch {
@@ -390,14 +451,37 @@ func (r *retries) closed(cause error) error {
 	return e
 }
 
-// callContext bounds a call by WithCallTimeout if ctx has no deadline.
+// bound sets up a call's deadline and its progress, for a call (long
+// false) and a task call (long true) alike. p, a zero progressCall, is the
+// call's progress if it is followed by it (idle > 0, or onProgress; see
+// governs): p is then the call's context, ended with p.end, and no
+// CancelFunc is returned. Else the call is bounded by callContext.
+func (c *ResilientClient) bound(ctx context.Context, p *progressCall, idle time.Duration, onProgress func(mcp.ProgressNotification), long bool) (context.Context, context.CancelFunc) {
+	if p == nil {
+		return c.callContext(ctx, long)
+	}
+	var stop context.CancelFunc
+	if idle == 0 {
+		// Followed for OnProgress only: bounded as any call.
+		ctx, stop = c.callContext(ctx, long)
+	}
+	p.Follow(ctx, stop, c.progressCalls(), idle, onProgress, c.opts.maxCallDuration)
+	return p, nil
+}
+
+// callContext bounds a call whose ctx has no deadline: by WithCallTimeout,
+// or WithMaxCallDuration for a task call (long), which is long by choice
+// (WithCallTimeout bounds each of its requests).
 //
 // Close needs no context of its own here: closing a session's mcp-go client
 // cancels every request in flight on it, and Close closes them all. That
 // saves each call a second context and a registration with the client's.
-func (c *ResilientClient) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *ResilientClient) callContext(ctx context.Context, long bool) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
+	}
+	if long {
+		return context.WithTimeout(ctx, c.opts.maxCallDuration)
 	}
 	if ctx == context.Background() || ctx == context.TODO() {
 		// Nothing to inherit: share a deadline with the calls around.

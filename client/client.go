@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/progress"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
@@ -55,11 +56,12 @@ type ResilientClient struct {
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
 
-	progress atomic.Pointer[progressRegistry] // calls followed by their progress, by token; made by the first (progressCalls)
-	brk      atomic.Pointer[breaker]          // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	progress atomic.Pointer[progress.Registry] // calls followed by their progress, by token; made by the first (progressCalls)
+	brk      atomic.Pointer[breaker]           // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	tools       toolCache      // the server's tools, for the replay decision, and the cache of listings (listings.go)
-	credentials credentials    // the credential last sent, keying private answers (listings.go)
+	tools       toolCache        // the server's tools, for the replay decision, and the cache of listings (listings.go)
+	credentials wire.Credentials // the credential last sent, keying private answers (listings.go); the HTTP chain's
+
 	storeWriter *storeWriter   // writes to WithListingStore's store (listingstore.go); nil without one
 	background  sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
 
@@ -149,10 +151,10 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 }
 
 // configureTransport makes the HTTP side of a client of New: the HTTP
-// client its sessions send through, and the client's layers (the tracker,
-// the observers', the credentials', the token's) over the caller's
-// Transport or the client's own. The options of each session's mcp-go
-// transport are made at each dial (transportOptions).
+// client its sessions send through, its RoundTrippers built in one place
+// (wire.Chain, which lists them in order) over the caller's Transport or
+// the client's own. The options of each session's mcp-go transport are
+// made at each dial (transportOptions).
 func (c *ResilientClient) configureTransport(u *url.URL) error {
 	o := &c.opts
 	base := o.httpClient
@@ -170,31 +172,25 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 			base.Transport = wrapped
 		}
 	}
-	next := base.Transport
-	if next == nil {
-		next = http.DefaultTransport
+	chain := wire.Chain{
+		Transport: base.Transport,
+		Own:       c.ownTransport != nil,
+		Observer:  c.obs.layer(),
+		Token: func(next http.RoundTripper) http.RoundTripper {
+			if layer := c.authLayer(next, u); layer != nil {
+				return layer
+			}
+			return next
+		},
+		Limit: o.maxResponseBytes, Log: o.logger, WrongAnswers: &c.stats.wrongAnswers,
 	}
-	if c.ownTransport == nil {
-		// The user's Transport is not to send a request again by itself
-		// either (wire.NoResend); the client's own sees to it itself.
-		next = wire.NoResend{Next: next}
+	if !o.listingCacheOff {
+		// The credential each request went out with keys the private
+		// answers it brings (listings.go).
+		chain.Credentials = &c.credentials
 	}
 	hc := *base
-	tr := wire.NewTracker(next) // traced or not by what is beneath the token's layer
-	// The observers' layer goes beneath the token's: a resend after a 401
-	// is an attempt of its own.
-	beneath := c.obs.wrap(next)
-	if !o.listingCacheOff {
-		// Beneath the token's layer: the credential each request went
-		// out with keys the private answers it brings (listings.go).
-		beneath = c.credentials.wrap(beneath)
-	}
-	tr.SendThrough(beneath)
-	if layer := c.authLayer(beneath, u); layer != nil {
-		tr.SendThrough(layer)
-	}
-	tr.Limit, tr.Log, tr.WrongAnswers = o.maxResponseBytes, o.logger, &c.stats.wrongAnswers
-	hc.Transport = tr
+	hc.Transport = chain.Build()
 	c.httpClient = &hc
 	return nil
 }

@@ -40,8 +40,9 @@ import (
 // HTTP whose mcp-go client has no options of the caller's
 // (WithClientOptions can add handlers, tracers, propagators of _meta), no
 // version declared in place of mcp-go's, and a session id unless in the
-// stateless era; a request without _meta, task, input responses or
-// headers of its own; in the stateless era, no logging level set. Every
+// stateless era; a request without _meta (a progress token among them),
+// task, input responses or headers of its own; in the stateless era, no
+// logging level set. Every
 // other call goes through mcp-go's CallTool, unchanged.
 
 // hotPath is what a session writes into each tools/call it takes over.
@@ -138,7 +139,9 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		return nil, false, nil
 	}
 	ex := wire.ExchangeOf(ctx)
-	if ex == nil || s.sessionEra && (hp.tr.GetSessionId() == "" || len(hp.header[sessionHeader]) == 0) {
+	// A call followed by its progress has its token written into its
+	// requests (RewriteRequests): mcp-go writes those.
+	if ex == nil || ex.Rewrites() || s.sessionEra && (hp.tr.GetSessionId() == "" || len(hp.header[sessionHeader]) == 0) {
 		// No session id: mcp-go's transport saw its session end, and
 		// refuses to send (or the server gave none, and mcp-go writes
 		// those calls).

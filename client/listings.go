@@ -2,11 +2,8 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -321,56 +318,61 @@ type listingSpec[T any] struct {
 // (WithListingCache(false)), it is call.
 func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) (T, error) {
 	if c.opts.listingCacheOff {
-		return call(ctx, c, sp.method, "", sp.fetch)
+		return mcpCall(ctx, c, sp.method, "", sp.fetch)
 	}
-	var zero T
 	fresh := false
 	if o := callOptionsOf(ctx); o != nil {
 		// A call with an invalid option fails with it (run), cached or not.
 		fresh = o.fresh || o.invalid != nil
 	}
-	ctx, err := c.begin(ctx, string(sp.method), "")
-	if err != nil {
-		return zero, err
-	}
 	if !fresh {
 		if res, ok := cachedFresh(c, sp); ok {
-			c.stats.cacheHits.Add(1)
-			c.obs.fromCache(ctx, false)
-			return res, c.end(ctx, nil)
+			if err := c.call(ctx, string(sp.method), "", nil); err != nil { // answered by the cache
+				var zero T
+				return zero, err
+			}
+			return res, nil
 		}
 	}
-	c.tools.mu.Lock()
-	gen := c.listingGenLocked(sp.kind)
-	c.tools.mu.Unlock()
 	var out T
-	var server string
-	err = c.account(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
-		var err error
-		out, err = sp.fetch(ctx, s.mc)
-		server = serverIdentity(s)
-		return err
-	})
-	if err == nil {
-		if info := (*sp.meta(out)).ServerInfo(); info != nil {
-			// 2026-07-28's servers name themselves in every result: a
-			// restart into another version shows here, in an era that
-			// opens no session to show it.
-			server = info.Name + " " + info.Version
+	err := c.call(ctx, string(sp.method), "", func(ctx context.Context) error {
+		c.tools.mu.Lock()
+		gen := c.listingGenLocked(sp.kind)
+		c.tools.mu.Unlock()
+		var server string
+		err := c.run(ctx, string(sp.method), "", func(ctx context.Context, s *session) error {
+			var err error
+			out, err = sp.fetch(ctx, s.mc)
+			server = serverIdentity(s)
+			return err
+		})
+		if err == nil {
+			if info := (*sp.meta(out)).ServerInfo(); info != nil {
+				// 2026-07-28's servers name themselves in every result: a
+				// restart into another version shows here, in an era that
+				// opens no session to show it.
+				server = info.Name + " " + info.Version
+			}
+			c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
+			return nil
 		}
-		c.putListing(sp.key, rememberListing(c, sp, out, gen, server))
-		return out, c.end(ctx, nil)
-	}
-	if fresh {
-		// Fresh asks for the server's answer: if there is none, the
-		// caller learns that, and does not get the cache's instead.
-		return zero, c.end(ctx, err)
-	}
-	if res, ok := staleAnswer(ctx, c, sp, err); ok {
+		var zero T
+		if fresh {
+			// Fresh asks for the server's answer: if there is none, the
+			// caller learns that, and does not get the cache's instead.
+			out = zero
+			return err
+		}
+		res, ok := staleAnswer(ctx, c, sp, err)
+		if !ok {
+			out = zero
+			return err
+		}
+		out = res
 		c.obs.fromCache(ctx, true)
-		return res, c.end(ctx, nil)
-	}
-	return zero, c.end(ctx, err)
+		return nil
+	})
+	return out, err
 }
 
 // cachedFresh is the cached answer to serve within its ttl, if there is one.
@@ -473,7 +475,7 @@ const anonymous = "-"
 // principal is the key of the client's private answers: the fingerprint of
 // the credential it last sent, or anonymous.
 func (c *ResilientClient) principal() string {
-	if p := c.credentials.current(); p != "" {
+	if p := c.credentials.Current(); p != "" {
 		return p
 	}
 	return anonymous
@@ -674,54 +676,4 @@ func readURI(arg string) string {
 		}
 	}
 	return arg
-}
-
-// credentials follows the credential the client sends (the Authorization
-// header of its requests, whoever sets it: WithBearerToken, WithOAuth,
-// WithHeaders, WithHeaderFunc), as a fingerprint: the key of private
-// answers. It sits beneath the token layer, so it sees the token each
-// request went out with. Safe for concurrent use.
-type credentials struct {
-	last atomic.Pointer[credential]
-}
-
-type credential struct{ header, fingerprint string }
-
-// current is the fingerprint of the credential last sent, "" for none.
-func (t *credentials) current() string {
-	if c := t.last.Load(); c != nil {
-		return c.fingerprint
-	}
-	return ""
-}
-
-// wrap returns next, following the credentials of the requests sent
-// through it.
-func (t *credentials) wrap(next http.RoundTripper) http.RoundTripper {
-	return &credentialTransport{next: next, t: t}
-}
-
-type credentialTransport struct {
-	next http.RoundTripper
-	t    *credentials
-}
-
-func (ct *credentialTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	h := req.Header.Get("Authorization")
-	if last := ct.t.last.Load(); last == nil || last.header != h {
-		fp := ""
-		if h != "" {
-			sum := sha256.Sum256([]byte(h))
-			fp = hex.EncodeToString(sum[:16])
-		}
-		ct.t.last.Store(&credential{header: h, fingerprint: fp})
-	}
-	return ct.next.RoundTrip(req)
-}
-
-// CloseIdleConnections passes on to next.
-func (ct *credentialTransport) CloseIdleConnections() {
-	if ci, ok := ct.next.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
 }

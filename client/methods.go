@@ -8,10 +8,10 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
-// call runs an mcp-go method through the one call path.
+// mcpCall runs an mcp-go method as one call (do).
 //
 // tool is the tool of a tools/call, "" for every other method.
-func call[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, tool string, fn func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
+func mcpCall[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, tool string, fn func(context.Context, *mcpclient.Client) (T, error)) (T, error) {
 	var out T
 	err := c.do(ctx, string(method), tool, func(ctx context.Context, s *session) error {
 		var err error
@@ -64,7 +64,7 @@ func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListR
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, resourcesSpec(req, true))
 	}
-	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
+	return mcpCall(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResourcesByPage(ctx, req)
 	})
 }
@@ -76,7 +76,7 @@ func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourc
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, resourcesSpec(req, false))
 	}
-	return call(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
+	return mcpCall(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResources(ctx, req)
 	})
 }
@@ -87,7 +87,7 @@ func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req m
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, templatesSpec(req, true))
 	}
-	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
+	return mcpCall(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplatesByPage(ctx, req)
 	})
 }
@@ -98,7 +98,7 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, templatesSpec(req, false))
 	}
-	return call(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
+	return mcpCall(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplates(ctx, req)
 	})
 }
@@ -112,7 +112,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, readSpec(req))
 	}
-	return call(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
+	return mcpCall(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
 	})
 }
@@ -155,7 +155,7 @@ func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPro
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, promptsSpec(req, true))
 	}
-	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
+	return mcpCall(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPromptsByPage(ctx, req)
 	})
 }
@@ -166,7 +166,7 @@ func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRe
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, promptsSpec(req, false))
 	}
-	return call(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
+	return mcpCall(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPrompts(ctx, req)
 	})
 }
@@ -175,7 +175,7 @@ func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRe
 // ReadResource is.
 func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	ctx = c.obs.prompt(ctx, req.Params.Name)
-	return call(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
+	return mcpCall(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
 		return mc.GetPrompt(ctx, req)
 	})
 }
@@ -186,7 +186,7 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, c.toolsSpec(req, true))
 	}
-	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
+	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listToolsByPage(ctx, mc, req)
 	})
 	if err == nil {
@@ -214,7 +214,7 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, c.toolsSpec(req, false))
 	}
-	res, err := call(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
+	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listTools(ctx, mc, req)
 	})
 	if err == nil {
@@ -233,45 +233,34 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 // AsTask or WithTaskCalls, is called as a task: see AsTask.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
-	asTask, listed := c.callToolAsTask(ctx, name)
+	// Plain or task, decided once, before the call (policy.CallAs).
+	form := c.toolCallForm(ctx, name)
 	// One call, as the observers and Stats see it, whichever form it ends
 	// in: a plain tools/call the server refused for want of a task is
 	// followed by the task, within the same books.
-	ctx, err := c.begin(ctx, string(mcp.MethodToolsCall), name)
-	if err != nil {
-		return nil, err
-	}
-	c.opts.retryBudget.Deposit()
 	var res *mcp.CallToolResult
-	if asTask {
-		res, err = c.runTask(ctx, &req, nil)
-	} else {
-		res, err = c.callToolPlain(ctx, req)
-		if (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err, listed) {
-			res, err = c.runTask(ctx, &req, nil)
-		}
-	}
-	if err != nil {
-		res = nil
-	}
-	c.obs.toolResult(ctx, res)
-	return res, c.end(ctx, err)
-}
-
-// callToolPlain is a tools/call as mcp-go makes it, its attempts run by
-// the one call path; the books are CallTool's.
-func (c *ResilientClient) callToolPlain(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var res *mcp.CallToolResult
-	err := c.run(ctx, string(mcp.MethodToolsCall), req.Params.Name, func(ctx context.Context, s *session) error {
-		if p := progressOf(ctx); p != nil {
-			req.Params.Meta = p.withToken(req.Params.Meta)
-		}
+	err := c.call(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context) error {
 		var err error
-		var hot bool
-		if res, hot, err = c.callToolHot(ctx, s, &req); hot {
-			return err
+		if form == policy.CallAsTask {
+			res, err = c.runTask(ctx, &req, nil)
+		} else {
+			err = c.run(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context, s *session) error {
+				var err error
+				var hot bool
+				if res, hot, err = c.callToolHot(ctx, s, &req); hot {
+					return err
+				}
+				res, err = s.mc.CallTool(ctx, req)
+				return err
+			})
+			if form == policy.PlainThenTask && (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err) {
+				res, err = c.runTask(ctx, &req, nil)
+			}
 		}
-		res, err = s.mc.CallTool(ctx, req)
+		if err != nil {
+			res = nil
+		}
+		c.obs.toolResult(ctx, res)
 		return err
 	})
 	return res, err
@@ -294,7 +283,7 @@ func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest)
 // Complete asks the server for completions of a prompt's or a resource
 // template's argument (completion/complete). Safe to repeat.
 func (c *ResilientClient) Complete(ctx context.Context, req mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	return call(ctx, c, mcp.MethodCompletionComplete, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.CompleteResult, error) {
+	return mcpCall(ctx, c, mcp.MethodCompletionComplete, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.CompleteResult, error) {
 		return mc.Complete(ctx, req)
 	})
 }

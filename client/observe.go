@@ -165,15 +165,13 @@ func (o *observers) start(ctx context.Context, method, tool string) context.Cont
 	return &callTrace{Context: ctx, o: o}
 }
 
-// endCall tells the observers how the call ctx (startCall's) ended, and
-// returns err.
-func (o *observers) endCall(ctx context.Context, err error) error {
+// endCall tells the observers how the call ctx (startCall's) ended.
+func (o *observers) endCall(ctx context.Context, err error) {
 	if o != nil {
 		if ct, ok := ctx.(*callTrace); ok {
 			ct.end(err)
 		}
 	}
-	return err
 }
 
 func (ct *callTrace) end(err error) {
@@ -360,9 +358,9 @@ var (
 	errInsufficientScope = errors.New("the server refused the token's scope (403 insufficient_scope); sent again with more")
 )
 
-// sawResponse records the HTTP version of a response to a request of the
+// SawResponse (wire.Answered's) records the HTTP version of a response to a request of the
 // attempt under way.
-func (ct *callTrace) sawResponse(major, minor int) {
+func (ct *callTrace) SawResponse(major, minor int) {
 	proto := "1.1"
 	switch {
 	case major == 2:

@@ -89,7 +89,7 @@ func (c *ResilientClient) GetSessionId() string {
 // answers it with an error of its own, returned as is. Safe to repeat, so it
 // is sent again after any failure that a retry can fix.
 func (c *ResilientClient) Discover(ctx context.Context, req mcp.DiscoverRequest) (*mcp.DiscoverResult, error) {
-	return call(ctx, c, mcp.MethodServerDiscover, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.DiscoverResult, error) {
+	return mcpCall(ctx, c, mcp.MethodServerDiscover, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.DiscoverResult, error) {
 		return mc.Discover(ctx, req)
 	})
 }

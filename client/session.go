@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
@@ -47,8 +48,8 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
-	proc      *stdioProcess // a stdio server's process, one per session (stdio.go); nil over HTTP
-	hot       *hotPath      // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
+	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
+	hot       *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -85,7 +86,7 @@ func (s *session) close() {
 	}
 	_ = s.mc.Close()
 	if s.proc != nil {
-		s.proc.stop() // stdin closed, SIGTERM, SIGKILL, to its process group
+		s.proc.Stop() // stdin closed, SIGTERM, SIGKILL, to its process group
 	}
 }
 

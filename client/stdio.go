@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -20,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
@@ -105,7 +105,7 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	}
 	c.elicitationDefaults = elicitationDefaults
 	c.stdio = &stdioSupervisor{
-		spec: stdioSpec{command: command, args: args, env: stdioEnv(os.Environ(), so.env), dir: so.dir, stopTimeout: so.stopTimeout},
+		spec: stdio.Spec{Command: command, Args: args, Env: stdioEnv(os.Environ(), so.env), Dir: so.dir, StopTimeout: so.stopTimeout},
 		opts: so,
 	}
 	c.stdio.slots = make([]stdioSlot, o.poolSize)
@@ -233,15 +233,6 @@ func WithIdleStop(d time.Duration) Option {
 	})
 }
 
-// stdioSpec is what a stdio server's process is started from.
-type stdioSpec struct {
-	command     string
-	args        []string
-	env         []string
-	dir         string
-	stopTimeout time.Duration
-}
-
 // inheritedEnv are the variables of the agent's environment a stdio server
 // gets, as the TypeScript SDK's getDefaultEnvironment has them.
 var inheritedEnv = func() []string {
@@ -276,7 +267,7 @@ func stdioEnv(environ, extra []string) []string {
 // idleMu are leaf locks, never held together (nor with any other lock of
 // the client), and no user code runs under them.
 type stdioSupervisor struct {
-	spec     stdioSpec
+	spec     stdio.Spec
 	opts     stdioOptions
 	restarts atomic.Uint64
 	skipped  atomic.Uint64 // stdout lines that were not JSON-RPC
@@ -293,7 +284,7 @@ type stdioSupervisor struct {
 type stdioSlot struct {
 	restarts policy.Restarts
 	steps    backoff.BackOff // WithBackOff's, for the steps of a crash loop
-	proc     *stdioProcess   // the last started
+	proc     *stdio.Process  // the last started
 	started  bool
 	idled    bool // its last process was stopped for idleness: the next start is no restart
 }
@@ -301,27 +292,12 @@ type stdioSlot struct {
 // ProcessExitError is the cause of the loss of a stdio server's session
 // when its process exited, and of calls that failed fast while it was
 // crash-looping: the exit, and its last stderr lines. Immutable.
-type ProcessExitError struct{ Exit ProcessExit }
+type ProcessExitError = stdio.ExitError
 
-func (e *ProcessExitError) Error() string {
-	msg := fmt.Sprintf("server process %d exited (%s) after %v", e.Exit.PID, e.Exit, e.Exit.Uptime.Round(time.Millisecond))
-	if len(e.Exit.StderrTail) > 0 {
-		msg += "; last stderr: " + strings.Join(e.Exit.StderrTail, " | ")
-	}
-	return msg
-}
-
-func exitOf(pid int, st *os.ProcessState, started, when time.Time, tail []string) ProcessExit {
-	e := ProcessExit{PID: pid, Code: -1, When: when, Uptime: when.Sub(started), StderrTail: tail}
-	if st == nil {
-		return e
-	}
-	e.Code = st.ExitCode()
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		e.Signal = ws.Signal()
-	}
-	return e
-}
+// ErrStdoutLineTooLong is the cause of the loss of a stdio session whose
+// server wrote a line longer than WithMaxResponseBytes that is not an
+// answer whose id could be read before the limit.
+var ErrStdoutLineTooLong = stdio.ErrLineTooLong
 
 // crashLoopError is the cause of a dial made to wait past its deadline by
 // the restart intensity.
@@ -352,7 +328,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	if err := c.awaitStart(ctx, member); err != nil {
 		return nil, err
 	}
-	p, err := startProcess(&sup.spec, c.opts.maxResponseBytes, c.log, &sup.skipped, func(p *stdioProcess) { c.processEnded(member, p) })
+	p, err := stdio.Start(&sup.spec, c.opts.maxResponseBytes, c.log, &sup.skipped, func(p *stdio.Process) { c.processEnded(member, p) })
 	restart := sup.record(member, p)
 	if err != nil {
 		if policy.StartPermanent(err) {
@@ -364,13 +340,13 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	if restart {
 		sup.restarts.Add(1)
 	}
-	c.obs.processEvent(ProcessStarted{PID: p.pid, Member: member, Restart: restart})
-	c.log.Info("server process started", "command", sup.spec.command, "pid", p.pid, "member", member, "restart", restart)
+	c.obs.processEvent(ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
+	c.log.Info("server process started", "command", sup.spec.Command, "pid", p.PID(), "member", member, "restart", restart)
 
-	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.filter, stdinWriter{p.stdin}, nil), p.filter}, c.opts.clientOptions...)
+	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, c.opts.clientOptions...)
 	fail := func(err error) (*session, error) {
 		_ = mc.Close()
-		p.stop()
+		p.Stop()
 		return nil, err
 	}
 	// Not ctx, which ends with the dial: mcp-go answers the server's
@@ -382,8 +358,8 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
-		if waitFor(p.exited, tailWait) {
-			err = fmt.Errorf("%w (%w)", err, &ProcessExitError{Exit: p.exit})
+		if p.HasExited(stdio.TailWait) {
+			err = fmt.Errorf("%w (%w)", err, &ProcessExitError{Exit: p.Exit()})
 		}
 		err = &openError{verdict: v, err: fmt.Errorf("initialize: %w", err)}
 		if v.Permanent() {
@@ -397,7 +373,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	// Notifications come on stdout, always: no event stream to open.
 	s.listening.Store(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := p.attach(func(cause error) { c.replace(s, cause) }); err != nil {
+	if err := p.Attach(func(cause error) { c.replace(s, cause) }); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -450,7 +426,7 @@ func (c *ResilientClient) checkIdle() {
 		sup.slots[s.member].idled = true
 		sup.mu.Unlock()
 		if c.pool.Retire(s) {
-			c.log.Info("server process stopped: idle", "pid", s.proc.pid, "member", s.member, "idle_stop", sup.opts.idleStop)
+			c.log.Info("server process stopped: idle", "pid", s.proc.PID(), "member", s.member, "idle_stop", sup.opts.idleStop)
 			continue
 		}
 		sup.mu.Lock()
@@ -469,36 +445,20 @@ func (c *ResilientClient) checkIdle() {
 // call's exchange, for the policy.
 type stdioTransport struct {
 	*transport.Stdio
-	filter *stdoutFilter
+	filter *stdio.Filter
 }
 
 func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.Stdio.SendRequest(ctx, req)
-	if err == nil && t.filter.tooLargeAnswer(resp) {
-		wire.RefuseTooLarge(ctx, t.filter.limit)
-		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.limit)
+	if err == nil && t.filter.TooLargeAnswer(resp) {
+		wire.RefuseTooLarge(ctx, t.filter.Limit())
+		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.Limit())
 	}
 	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
 		keepSchemas(ctx, resp.Result) // as the HTTP transport does (version.go)
 	}
 	return resp, err
 }
-
-// stdinWriter is the process's stdin as mcp-go writes to it: a write that
-// wrote nothing is a *wire.UnwrittenError, which the policy knows did not
-// run (a request sent after the process died is NotSent, not
-// OutcomeUnknown).
-type stdinWriter struct{ f *os.File }
-
-func (w stdinWriter) Write(b []byte) (int, error) {
-	n, err := w.f.Write(b)
-	if err != nil && n == 0 {
-		err = &wire.UnwrittenError{Err: err}
-	}
-	return n, err
-}
-
-func (w stdinWriter) Close() error { return w.f.Close() }
 
 // awaitStart waits until member's next process may start, as the restart
 // intensity says; if that is past ctx's deadline, it fails at once and the
@@ -539,7 +499,7 @@ func (c *ResilientClient) awaitStart(ctx context.Context, member int) error {
 
 // record records a start of member's process (p nil: it failed to start);
 // it reports whether it was a restart.
-func (sup *stdioSupervisor) record(member int, p *stdioProcess) bool {
+func (sup *stdioSupervisor) record(member int, p *stdio.Process) bool {
 	sup.mu.Lock()
 	defer sup.mu.Unlock()
 	slot := &sup.slots[member]
@@ -559,8 +519,8 @@ func (sup *stdioSupervisor) record(member int, p *stdioProcess) bool {
 // processEnded records the exit of member's process p, for Stats and
 // errors, the restart intensity and the observers. It is told by p's wait,
 // before the loss of p's session is.
-func (c *ResilientClient) processEnded(member int, p *stdioProcess) {
-	exit := p.exit
+func (c *ResilientClient) processEnded(member int, p *stdio.Process) {
+	exit := p.Exit()
 	c.stdio.lastExit.Store(&exit)
 	c.stdio.mu.Lock()
 	slot := &c.stdio.slots[member]
@@ -569,7 +529,7 @@ func (c *ResilientClient) processEnded(member int, p *stdioProcess) {
 		slot.steps = nil
 	}
 	c.stdio.mu.Unlock()
-	c.obs.processEvent(ProcessExited{Exit: exit, Member: member, Stopped: p.stopping.Load()})
+	c.obs.processEvent(ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
 }
 
 func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
@@ -624,8 +584,8 @@ func (c *ResilientClient) stdioStats(st *Stats) {
 	sup.mu.Lock()
 	defer sup.mu.Unlock()
 	for i := range sup.slots {
-		if p := sup.slots[i].proc; p != nil && !waitFor(p.exited, 0) && st.PID == 0 {
-			st.PID = p.pid
+		if p := sup.slots[i].proc; p != nil && !p.HasExited(0) && st.PID == 0 {
+			st.PID = p.PID()
 		}
 		// A crash loop fails calls fast while no session is in service,
 		// as the breaker does.

@@ -1,78 +1,10 @@
 package client
 
 import (
-	"bufio"
-	"errors"
-	"io"
-	"log/slog"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
-
-func TestAnswerIDBeforeTheCut(t *testing.T) {
-	for _, c := range []struct{ line, want string }{
-		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"xxxx`, `7`},
-		{`{"jsonrpc":"2.0","id":"a-1","result":"xx`, `"a-1"`},
-		{`{"result":{"content":"xxxxxxxx`, ``},                            // the TypeScript SDK's order: the id after the cut
-		{`{"jsonrpc":"2.0","method":"sampling/createMessage","id":3`, ``}, // a request
-		{`not json at all`, ``},
-		{`{"jsonrpc":"2.0","id":`, ``},
-	} {
-		if got := string(answerID([]byte(c.line))); got != c.want {
-			t.Errorf("answerID(%.40q) = %q; want %q", c.line, got, c.want)
-		}
-	}
-}
-
-// newTestFilter is a stdoutFilter over input, of a process that has exited.
-func newTestFilter(input string, limit int64, skipped *atomic.Uint64) (*stdoutFilter, *stdioProcess) {
-	p := &stdioProcess{pid: 1, log: slog.New(slog.DiscardHandler), exited: make(chan struct{})}
-	close(p.exited)
-	p.filter = newStdoutFilter(strings.NewReader(input), limit, skipped, p)
-	return p.filter, p
-}
-
-func TestStdoutFilterSkipsAndCountsWhatIsNotJSONRPC(t *testing.T) {
-	var skipped atomic.Uint64
-	f, p := newTestFilter("starting up\n{\"id\":1}\n\n  \nDEBUG x\n[1]\n", 1<<20, &skipped)
-	var lost error
-	p.onLost = func(err error) { lost = err }
-	out, err := io.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(out) != "{\"id\":1}\n[1]\n" || skipped.Load() != 2 {
-		t.Errorf("passed %q, skipped %d; want the two JSON lines, 2 skipped", out, skipped.Load())
-	}
-	if lost == nil {
-		t.Error("the end of stdout did not lose the session")
-	}
-}
-
-func TestStdoutFilterLineOverTheLimit(t *testing.T) {
-	var skipped atomic.Uint64
-	answer := `{"jsonrpc":"2.0","id":4,"result":"` + strings.Repeat("x", 100) + "\"}\n"
-	f, _ := newTestFilter(answer+`{"jsonrpc":"2.0","id":5,"result":"ok"}`+"\n", 40, &skipped)
-	r := bufio.NewReader(f)
-	first, err := r.ReadString('\n')
-	if err != nil || !strings.Contains(first, `"id":4`) || !strings.Contains(first, f.marker) {
-		t.Fatalf("in place of the line over the limit: %q, %v; want the marked error answer to id 4", first, err)
-	}
-	second, err := r.ReadString('\n')
-	if err != nil || !strings.Contains(second, `"id":5`) {
-		t.Fatalf("the next line: %q, %v", second, err)
-	}
-
-	// No id before the cut: the stream ends.
-	f, p := newTestFilter(`{"result":"`+strings.Repeat("x", 100)+"\"}\n", 40, &skipped)
-	var lost error
-	p.onLost = func(err error) { lost = err }
-	if out, _ := io.ReadAll(f); len(out) != 0 || !errors.Is(lost, ErrStdoutLineTooLong) {
-		t.Fatalf("read %q, lost %v; want nothing and ErrStdoutLineTooLong", out, lost)
-	}
-}
 
 func TestStdioEnvKeepsOnlyHarmlessVariables(t *testing.T) {
 	if runtime.GOOS == "windows" {
@@ -81,16 +13,5 @@ func TestStdioEnvKeepsOnlyHarmlessVariables(t *testing.T) {
 	env := stdioEnv([]string{"PATH=/bin", "HOME=/h", "AWS_SECRET_ACCESS_KEY=s", "Path=/x", "SHELL=() { :; }", "TERM=xterm"}, []string{"TOKEN=t"})
 	if got := strings.Join(env, " "); got != "PATH=/bin HOME=/h TERM=xterm TOKEN=t" {
 		t.Errorf("stdioEnv = %s", got)
-	}
-}
-
-func TestReadCappedLine(t *testing.T) {
-	r := bufio.NewReaderSize(strings.NewReader(strings.Repeat("a", 40)+"\nshort\r\n"), 16)
-	long, err := readCappedLine(r)
-	if err != nil || long != strings.Repeat("a", 16)+"…" {
-		t.Fatalf("long line: %q, %v", long, err)
-	}
-	if short, err := readCappedLine(r); err != nil || short != "short" {
-		t.Fatalf("next line: %q, %v", short, err)
 	}
 }

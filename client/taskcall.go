@@ -188,25 +188,24 @@ type taskState struct {
 	noted bool // input_required in 2026-07-28 was logged
 }
 
-// callToolAsTask reports whether a tools/call goes as a task
-// (policy.CallAs), listing the tools first if it must, and whether the
-// client has a listing of the tools (taskSupport's), as it decided.
-func (c *ResilientClient) callToolAsTask(ctx context.Context, name string) (asTask, listed bool) {
+// toolCallForm is how a tools/call goes (policy.CallAs), decided before
+// it is sent: listing the tools first if the policy asks, and if they
+// cannot be listed, plainly, a task if the server refuses it for want of
+// one.
+func (c *ResilientClient) toolCallForm(ctx context.Context, name string) policy.TaskCall {
 	o := callOptionsOf(ctx)
 	asked := c.opts.taskCalls || o != nil && o.asTask
 	support, listed := c.taskSupport(name)
-	switch policy.CallAs(support, listed, asked) {
-	case policy.CallAsTask:
-		return true, listed
-	case policy.LearnFirst:
-		if err := c.learnTools(ctx); err != nil {
-			c.log.Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", describe(err))
-			return false, listed
-		}
-		support, listed = c.taskSupport(name)
-		return policy.CallAs(support, listed, asked) == policy.CallAsTask, listed
+	form := policy.CallAs(support, listed, asked)
+	if form != policy.LearnFirst {
+		return form
 	}
-	return false, listed
+	if err := c.learnTools(ctx); err != nil {
+		c.log.Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", describe(err))
+		return policy.PlainThenTask
+	}
+	support, listed = c.taskSupport(name)
+	return policy.CallAs(support, listed, asked)
 }
 
 // taskSupport is the listed tool's taskSupport, and whether the client has
@@ -222,13 +221,14 @@ func (c *ResilientClient) taskSupport(name string) (mcp.TaskSupport, bool) {
 	return e.TaskSupport, true
 }
 
-// refusedForTask reports whether a plain tools/call's answer says that
-// the tool must be called as a task (policy.RetryAsTask), the tools having
-// been listed since to know it.
-func (c *ResilientClient) refusedForTask(ctx context.Context, name string, res *mcp.CallToolResult, err error, listed bool) bool {
+// refusedForTask reports whether the answer to a plain tools/call made
+// without a listing (policy.PlainThenTask) says that the tool must be
+// called as a task (policy.RetryAsTask), the tools having been listed
+// since to know it.
+func (c *ResilientClient) refusedForTask(ctx context.Context, name string, res *mcp.CallToolResult, err error) bool {
 	methodNotFound := err != nil && !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrUnavailable) && errors.Is(err, mcp.ErrMethodNotFound)
 	toolError := err == nil && res != nil && res.IsError
-	if !policy.RetryAsTask(methodNotFound, toolError, listed) {
+	if !policy.RetryAsTask(methodNotFound, toolError) {
 		return false
 	}
 	if err := c.learnTools(ctx); err != nil {
@@ -257,24 +257,16 @@ func (c *ResilientClient) ResumeTask(ctx context.Context, id string) (*mcp.CallT
 	} else {
 		c.log.Warn("could not read the task store; resuming the task by its id alone", "task", id, "err", err)
 	}
-	return c.taskCall(ctx, t.Tool, func(ctx context.Context) (*mcp.CallToolResult, error) {
-		return c.runTask(ctx, nil, t)
+	var res *mcp.CallToolResult
+	err := c.call(ctx, string(mcp.MethodToolsCall), t.Tool, func(ctx context.Context) error {
+		var err error
+		if res, err = c.runTask(ctx, nil, t); err != nil {
+			res = nil
+		}
+		c.obs.toolResult(ctx, res)
+		return err
 	})
-}
-
-// taskCall wraps a task call in the books every call gets (begin, end).
-func (c *ResilientClient) taskCall(ctx context.Context, tool string, run func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
-	ctx, err := c.begin(ctx, string(mcp.MethodToolsCall), tool)
-	if err != nil {
-		return nil, err
-	}
-	c.opts.retryBudget.Deposit()
-	res, err := run(ctx)
-	if err != nil {
-		res = nil
-	}
-	c.obs.toolResult(ctx, res)
-	return res, c.end(ctx, err)
+	return res, err
 }
 
 // taskOptions returns ctx with the options of the requests a task call
@@ -301,13 +293,17 @@ func (c *ResilientClient) runTask(ctx context.Context, req *mcp.CallToolRequest,
 	}
 	// A task call is long by choice: its bound is the caller's deadline,
 	// else WithMaxCallDuration; WithCallTimeout bounds each request.
-	if _, ok := ctx.Deadline(); !ok {
+	var pc *progressCall
+	idle, onProgress, followed := c.governs(o)
+	if followed {
+		pc = new(progressCall)
+		ctx, _ = c.bound(ctx, pc, idle, onProgress, true)
+		defer pc.End()
+	} else {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.maxCallDuration)
+		ctx, cancel = c.bound(ctx, nil, 0, nil, true)
 		defer cancel()
 	}
-	ctx, pc, cancel := c.govern(ctx, o)
-	defer cancel()
 
 	t := resume
 	if req != nil {
@@ -336,25 +332,13 @@ func (c *ResilientClient) createTask(ctx context.Context, req *mcp.CallToolReque
 	if p.Task == nil {
 		p.Task = &mcp.TaskParams{}
 	}
-	if pc != nil {
-		p.Meta = pc.withToken(p.Meta)
-	}
 	params, ok := objectFields(p)
 	if !ok {
 		return nil, nil, fmt.Errorf("resilientmcp: tools/call %s: the request's params are not a JSON object", p.Name)
 	}
 	rctx, cancel := context.WithTimeout(taskOptions(ctx, true), c.opts.callTimeout)
 	defer cancel()
-	var raw json.RawMessage
-	err := c.run(rctx, string(mcp.MethodToolsCall), p.Name, func(ctx context.Context, s *session) error {
-		if pc != nil {
-			pc.sending()
-			defer pc.sent()
-		}
-		var err error
-		raw, err = c.rawRequest(ctx, s, mcp.MethodToolsCall, params, p.Name)
-		return err
-	})
+	raw, err := c.taskRequest(rctx, mcp.MethodToolsCall, p.Name, params, p.Name, pc, true)
 	if err != nil {
 		var rpc *rpcError
 		if errors.As(err, &rpc) {
@@ -520,14 +504,23 @@ func (c *ResilientClient) askTask(ctx context.Context, method mcp.MCPMethod, id 
 	defer cancel()
 	quoted, _ := json.Marshal(id)
 	params := map[string]json.RawMessage{"taskId": quoted}
+	return c.taskRequest(rctx, method, "", params, id, pc, false)
+}
+
+// taskRequest sends one request of a task call (rawRequest) through the
+// pipeline (callRun), its attempts followed by the task call's progress pc
+// (nil: none); the creating tools/call (token) carries pc's progressToken.
+func (c *ResilientClient) taskRequest(ctx context.Context, method mcp.MCPMethod, tool string, params map[string]json.RawMessage, name string, pc *progressCall, token bool) (json.RawMessage, error) {
+	r, ctx, err := c.newCallRun(ctx, string(method), tool)
+	if err != nil {
+		return nil, err
+	}
+	defer r.finish()
+	r.follow(pc, token)
 	var raw json.RawMessage
-	err := c.run(rctx, string(method), "", func(ctx context.Context, s *session) error {
-		if pc != nil {
-			pc.sending()
-			defer pc.sent()
-		}
+	err = r.run(ctx, func(ctx context.Context, s *session) error {
 		var err error
-		raw, err = c.rawRequest(ctx, s, method, params, id)
+		raw, err = c.rawRequest(ctx, s, method, params, name)
 		return err
 	})
 	return raw, err
@@ -594,7 +587,7 @@ func (c *ResilientClient) taskAbandoned(ctx context.Context, t *taskState, pc *p
 		why = "the call's context ended; task " + id + " is left in the task store (the client was closed)"
 	}
 	also := []error{ctx.Err()}
-	if np := pc.noProgress(); np != nil {
+	if np := pc.NoProgress(); np != nil {
 		also = append(also, np)
 	}
 	return &callError{kind: ErrOutcomeUnknown, method: string(mcp.MethodToolsCall), why: why, also: also}

@@ -20,14 +20,14 @@ import (
 
 // GetTask returns a task's current state (tasks/get).
 func (c *ResilientClient) GetTask(ctx context.Context, req mcp.GetTaskRequest) (*mcp.GetTaskResult, error) {
-	return call(ctx, c, mcp.MethodTasksGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetTaskResult, error) {
+	return mcpCall(ctx, c, mcp.MethodTasksGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetTaskResult, error) {
 		return mc.GetTask(ctx, req)
 	})
 }
 
 // ListTasksByPage lists one page of the server's tasks (tasks/list).
 func (c *ResilientClient) ListTasksByPage(ctx context.Context, req mcp.ListTasksRequest) (*mcp.ListTasksResult, error) {
-	return call(ctx, c, mcp.MethodTasksList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListTasksResult, error) {
+	return mcpCall(ctx, c, mcp.MethodTasksList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListTasksResult, error) {
 		return mc.ListTasksByPage(ctx, req)
 	})
 }
@@ -37,7 +37,7 @@ func (c *ResilientClient) ListTasksByPage(ctx context.Context, req mcp.ListTasks
 // server that hands back a cursor it already gave ends the listing with
 // mcp-go's ErrRepeatedTaskListCursor.
 func (c *ResilientClient) ListTasks(ctx context.Context, req mcp.ListTasksRequest) (*mcp.ListTasksResult, error) {
-	return call(ctx, c, mcp.MethodTasksList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListTasksResult, error) {
+	return mcpCall(ctx, c, mcp.MethodTasksList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListTasksResult, error) {
 		return mc.ListTasks(ctx, req)
 	})
 }
@@ -45,7 +45,7 @@ func (c *ResilientClient) ListTasks(ctx context.Context, req mcp.ListTasksReques
 // TaskResult returns a finished task's result (tasks/result); the server
 // holds the request until the task finishes, within ctx.
 func (c *ResilientClient) TaskResult(ctx context.Context, req mcp.TaskResultRequest) (*mcp.TaskResultResult, error) {
-	return call(ctx, c, mcp.MethodTasksResult, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.TaskResultResult, error) {
+	return mcpCall(ctx, c, mcp.MethodTasksResult, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.TaskResultResult, error) {
 		return mc.TaskResult(ctx, req)
 	})
 }
@@ -54,7 +54,7 @@ func (c *ResilientClient) TaskResult(ctx context.Context, req mcp.TaskResultRequ
 // state. A cancel whose answer was lost is sent again; a server that then
 // finds the task already cancelled may answer that with an error of its own.
 func (c *ResilientClient) CancelTask(ctx context.Context, req mcp.CancelTaskRequest) (*mcp.CancelTaskResult, error) {
-	return call(ctx, c, mcp.MethodTasksCancel, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.CancelTaskResult, error) {
+	return mcpCall(ctx, c, mcp.MethodTasksCancel, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.CancelTaskResult, error) {
 		return mc.CancelTask(ctx, req)
 	})
 }

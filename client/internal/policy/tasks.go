@@ -23,6 +23,12 @@ const (
 	// LearnFirst: the caller asked for a task and the client has not seen
 	// the tool: list the tools (once, for every caller), then decide again.
 	LearnFirst
+	// PlainThenTask: an ordinary tools/call of a tool the client has no
+	// listing to judge by; should the server refuse it as it refuses a
+	// plain call of a tool that requires a task (RetryAsTask), the tools
+	// are listed, and a tool the listing says requires one is called again
+	// as a task, within the same call.
+	PlainThenTask
 )
 
 // CallAs decides how a tools/call is sent. support is the tool's
@@ -32,8 +38,9 @@ const (
 // for a task. A tool that requires a task is called as one whatever the
 // options say; one that allows it, when asked. Without a listing, a call
 // that asks for a task lists the tools first; one that does not is sent
-// plainly, with no request of its own (a tool that requires a task then
-// refuses it once: see RetryAsTask).
+// plainly, with no request of its own (PlainThenTask: a tool that requires
+// a task then refuses it once). The one decision of a call's form, made
+// before it is sent.
 func CallAs(support mcp.TaskSupport, listed, asked bool) TaskCall {
 	switch {
 	case support == mcp.TaskSupportRequired:
@@ -42,13 +49,15 @@ func CallAs(support mcp.TaskSupport, listed, asked bool) TaskCall {
 		return CallAsTask
 	case !listed && asked:
 		return LearnFirst
+	case !listed:
+		return PlainThenTask
 	}
 	return CallPlain
 }
 
-// RetryAsTask reports whether a plain tools/call should be sent again as a
-// task once the tools are listed: the client had no listing of the tools
-// when it sent it, and the server refused it as it refuses a plain call of
+// RetryAsTask reports whether a plain tools/call sent without a listing of
+// the tools (PlainThenTask) should be sent again as a task once the tools
+// are listed: the server refused it as it refuses a plain call of
 // a tool whose taskSupport is required, which it never runs: mcp-go
 // answers -32601 (methodNotFound); the TypeScript SDK turns that error
 // into a tool result with isError (toolError), whose text is all that
@@ -56,8 +65,8 @@ func CallAs(support mcp.TaskSupport, listed, asked bool) TaskCall {
 // counts (one listing, once per client, decides: only a tool the listing
 // says requires a task is called again). With a listing, a tool that
 // requires a task is called as one at once (CallAs).
-func RetryAsTask(methodNotFound, toolError, listed bool) bool {
-	return !listed && (methodNotFound || toolError)
+func RetryAsTask(methodNotFound, toolError bool) bool {
+	return methodNotFound || toolError
 }
 
 // Poll interval bounds. DefaultTaskPollInterval is used when the server

@@ -18,9 +18,9 @@ func TestCallAs(t *testing.T) {
 		{mcp.TaskSupportOptional, true, false, CallPlain},
 		{mcp.TaskSupportOptional, true, true, CallAsTask},
 		{mcp.TaskSupportForbidden, true, true, CallPlain},
-		{"", true, true, CallPlain},   // listed, says nothing
-		{"", false, true, LearnFirst}, // not listed: list once
-		{"", false, false, CallPlain}, // no request of its own
+		{"", true, true, CallPlain},       // listed, says nothing
+		{"", false, true, LearnFirst},     // not listed: list once
+		{"", false, false, PlainThenTask}, // no request of its own
 	} {
 		if got := CallAs(tt.support, tt.listed, tt.asked); got != tt.want {
 			t.Errorf("CallAs(%q, listed %v, asked %v) = %d, want %d", tt.support, tt.listed, tt.asked, got, tt.want)
@@ -29,11 +29,16 @@ func TestCallAs(t *testing.T) {
 }
 
 func TestRetryAsTask(t *testing.T) {
-	if !RetryAsTask(true, false, false) || !RetryAsTask(false, true, false) {
+	if !RetryAsTask(true, false) || !RetryAsTask(false, true) {
 		t.Error("a refused plain call of a tool never listed is not retried as a task")
 	}
-	if RetryAsTask(true, true, true) || RetryAsTask(false, false, false) {
-		t.Error("retried as a task with a listing, or without a refusal")
+	if RetryAsTask(false, false) {
+		t.Error("retried as a task without a refusal")
+	}
+	// With a listing, the form is decided before the call (CallAs), and
+	// a refusal is not asked about.
+	if CallAs("", true, false) != CallPlain || CallAs("", true, true) != CallPlain {
+		t.Error("a listed tool that says nothing of tasks is not called plainly, once")
 	}
 }
 

@@ -214,6 +214,10 @@ type Rewriter interface {
 // rewriter without a method value's allocation.
 func (ex *Exchange) RewriteRequests(r Rewriter) { ex.rewrite = r }
 
+// Rewrites reports whether the requests sent under ex are rewritten
+// (RewriteRequests).
+func (ex *Exchange) Rewrites() bool { return ex.rewrite != nil }
+
 // RequestID is the JSON-RPC id of the last request of this attempt that
 // expected an answer, as it went on the wire (a number, or a quoted
 // string), to tell the server which request a notifications/cancelled is
@@ -351,10 +355,11 @@ func (ex *Exchange) streamCut() {
 // Close, or a replaced session's release, that long.
 const deleteTimeout = time.Second
 
-// Tracker is the RoundTripper every session's HTTP client goes through: it
-// records each request's outcome in the exchange of its context and guards
-// its answer. It is safe for concurrent use; its fields are set before its
-// first request and never after.
+// Tracker is the RoundTripper every session's HTTP client goes through, the
+// top of the chain (Chain): it records each request's outcome in the
+// exchange of its context and guards its answer. It is safe for concurrent
+// use; its fields are set by Chain.Build, before its first request, and
+// never after.
 type Tracker struct {
 	next   http.RoundTripper
 	traced bool // next is net/http's Transport, which reports to httptrace
@@ -364,11 +369,6 @@ type Tracker struct {
 	Log          *slog.Logger
 	WrongAnswers *atomic.Uint64
 }
-
-// SendThrough makes t send through rt, a layer over the transport it was
-// made with (an authorization layer), keeping what it learnt of that
-// transport. Called before t's first request.
-func (t *Tracker) SendThrough(rt http.RoundTripper) { t.next = rt }
 
 // StreamWatcher is told the status of every GET (the event stream, or a
 // response stream resumed) sent under a context from WatchStream outside
@@ -380,19 +380,6 @@ type streamKey struct{}
 // WatchStream returns ctx carrying w.
 func WatchStream(ctx context.Context, w StreamWatcher) context.Context {
 	return context.WithValue(ctx, streamKey{}, w)
-}
-
-// NewTracker returns a Tracker sending through next.
-func NewTracker(next http.RoundTripper) *Tracker {
-	var traced bool
-	if n, ok := next.(NoResend); ok {
-		next = n.Next
-	}
-	switch next.(type) {
-	case *http.Transport, *Renewable:
-		traced = true
-	}
-	return &Tracker{next: next, traced: traced}
 }
 
 func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -551,11 +538,7 @@ func (t *Tracker) refused(err error) {
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the
 // wrapped transport.
-func (t *Tracker) CloseIdleConnections() {
-	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
-}
+func (t *Tracker) CloseIdleConnections() { closeIdle(t.next) }
 
 // ParseRetryAfter reads delay-seconds or an HTTP-date; 0 if absent or bad.
 func ParseRetryAfter(v string, now time.Time) time.Duration {

@@ -17,7 +17,7 @@ func TestExchangeTracesTheConnection(t *testing.T) {
 	defer srv.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	rt := NewTracker(tr)
+	rt := Chain{Transport: tr}.Build()
 	send := func(ctx context.Context) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)

@@ -1,4 +1,4 @@
-package client
+package stdio
 
 import (
 	"bufio"
@@ -13,23 +13,36 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 )
 
-// stdioProcess is one run of a stdio server's command: its process group,
+// Spec is what a stdio server's process is started from.
+type Spec struct {
+	Command     string
+	Args        []string
+	Env         []string
+	Dir         string
+	StopTimeout time.Duration // WithStdioStopTimeout: stdin closed → SIGTERM → SIGKILL
+}
+
+// Process is one run of a stdio server's command: its process group,
 // the client's ends of its pipes, and what it left when it exited. It is
 // the process of one session (one pool member's generation); a new session
 // is a new process.
 //
 // Three goroutines follow it while it runs: mcp-go's reader of stdout
-// (through the stdoutFilter), readStderr and wait. wait is the only one
+// (through the Filter), readStderr and wait. wait is the only one
 // that reaps it, so that no zombie is left whoever ends it.
 //
 // Its methods are safe for concurrent use.
-type stdioProcess struct {
+type Process struct {
 	cmd      *exec.Cmd
 	pid      int
 	started  time.Time
@@ -38,21 +51,21 @@ type stdioProcess struct {
 	stdin    *os.File // written by mcp-go; closing it asks the server to exit
 	stdout   *os.File // read by mcp-go through filter
 	stderr   *os.File // read by readStderr
-	filter   *stdoutFilter
+	filter   *Filter
 	tail     stderrTail
 	stderrLn lineLog
 
 	exited     chan struct{} // closed by wait once the process exited and was reaped; exit is set then
-	exit       ProcessExit
+	exit       observe.ProcessExit
 	stderrDone chan struct{} // readStderr is over
 	done       chan struct{} // wait is over: group ended, pipes closed
 
-	stopping atomic.Bool           // the client ended it: its exit is no crash
-	termSent atomic.Bool           // stop sent SIGTERM to the group, and waited
-	onExit   func(p *stdioProcess) // told of the exit, once, before the loss
-	mu       sync.Mutex            // guards lost and onLost; a leaf
-	lost     error                 // why its session is lost, once it is
-	onLost   func(error)           // the session is lost: the process exited, or its stdout ended or broke
+	stopping atomic.Bool      // the client ended it: its exit is no crash
+	termSent atomic.Bool      // stop sent SIGTERM to the group, and waited
+	onExit   func(p *Process) // told of the exit, once, before the loss
+	mu       sync.Mutex       // guards lost and onLost; a leaf
+	lost     error            // why its session is lost, once it is
+	onLost   func(error)      // the session is lost: the process exited, or its stdout ended or broke
 }
 
 // tailWait is how long an exit waits for the last lines of stderr and
@@ -60,12 +73,12 @@ type stdioProcess struct {
 // are in the pipes by the time the process has exited, and read at once.
 const tailWait = 200 * time.Millisecond
 
-// startProcess starts spec's command in a process group of its own, with
+// Start starts spec's command in a process group of its own, with
 // pipes of the client's. It returns once the process started; nothing is
 // written to it yet.
-func startProcess(spec *stdioSpec, limit int64, log *slog.Logger, skipped *atomic.Uint64, onExit func(*stdioProcess)) (*stdioProcess, error) {
-	cmd := exec.Command(spec.command, spec.args...)
-	cmd.Env, cmd.Dir = spec.env, spec.dir
+func Start(spec *Spec, limit int64, log *slog.Logger, skipped *atomic.Uint64, onExit func(*Process)) (*Process, error) {
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Env, cmd.Dir = spec.Env, spec.Dir
 	ownProcessGroup(cmd)
 	var files []*os.File // every pipe end, closed on failure
 	pipe := func() (r, w *os.File, err error) {
@@ -73,7 +86,7 @@ func startProcess(spec *stdioSpec, limit int64, log *slog.Logger, skipped *atomi
 		files = append(files, r, w)
 		return r, w, err
 	}
-	fail := func(err error) (*stdioProcess, error) {
+	fail := func(err error) (*Process, error) {
 		for _, f := range files {
 			_ = f.Close()
 		}
@@ -95,11 +108,11 @@ func startProcess(spec *stdioSpec, limit int64, log *slog.Logger, skipped *atomi
 	// Wait returns when the process exits, whoever still holds a pipe.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
-		return fail(fmt.Errorf("starting %s: %w", spec.command, err))
+		return fail(fmt.Errorf("starting %s: %w", spec.Command, err))
 	}
 	_, _, _ = inR.Close(), outW.Close(), errW.Close()
-	p := &stdioProcess{
-		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), grace: spec.stopTimeout, log: log.With("pid", cmd.Process.Pid),
+	p := &Process{
+		cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), grace: spec.StopTimeout, log: log.With("pid", cmd.Process.Pid),
 		stdin: inW, stdout: outR, stderr: errR,
 		exited: make(chan struct{}), stderrDone: make(chan struct{}), done: make(chan struct{}),
 		onExit: onExit,
@@ -114,7 +127,7 @@ func startProcess(spec *stdioSpec, limit int64, log *slog.Logger, skipped *atomi
 // wait reaps the process, records its exit, reports the loss of its
 // session (a crash, unless the client stopped it), and ends what it left:
 // the rest of its process group, and the pipes.
-func (p *stdioProcess) wait() {
+func (p *Process) wait() {
 	defer close(p.done)
 	_ = p.cmd.Wait()
 	when := time.Now()
@@ -132,7 +145,7 @@ func (p *stdioProcess) wait() {
 	if !p.stopping.Load() {
 		p.log.Warn("server process exited", "exit", p.exit.String(), "uptime", p.exit.Uptime.Round(time.Millisecond))
 	}
-	p.lose(&ProcessExitError{Exit: p.exit})
+	p.lose(&ExitError{Exit: p.exit})
 	// The leader is gone; what it started in its group goes too (a
 	// server started through npx or a shell).
 	if groupAlive(p.pid) {
@@ -153,7 +166,7 @@ func (p *stdioProcess) wait() {
 
 // lose reports the loss of the process's session, once, unless the client
 // is ending it.
-func (p *stdioProcess) lose(cause error) {
+func (p *Process) lose(cause error) {
 	p.mu.Lock()
 	if p.lost != nil {
 		p.mu.Unlock()
@@ -169,7 +182,7 @@ func (p *stdioProcess) lose(cause error) {
 
 // attach sets what is told of the loss of the process's session, once the
 // session exists; if it was lost already, it returns why.
-func (p *stdioProcess) attach(onLost func(error)) error {
+func (p *Process) attach(onLost func(error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lost != nil {
@@ -184,7 +197,7 @@ func (p *stdioProcess) attach(onLost func(error)) error {
 // the whole process group. It returns once the process was reaped and its
 // group is gone (or was sent SIGKILL and given the grace period), or,
 // for a process that SIGKILL does not end in killWait, without it.
-func (p *stdioProcess) stop() {
+func (p *Process) stop() {
 	p.stopping.Store(true)
 	_ = p.stdin.Close()
 	if !waitFor(p.exited, p.grace) {
@@ -240,7 +253,7 @@ func waitGroupGone(pgid int, d time.Duration) bool {
 
 // readStderr reads the process's stderr to its end: each line to the
 // logger (bounded: lineLog) and to the tail kept for errors and Stats.
-func (p *stdioProcess) readStderr() {
+func (p *Process) readStderr() {
 	defer close(p.stderrDone)
 	r := bufio.NewReaderSize(p.stderr, maxStderrLine)
 	for {
@@ -331,7 +344,7 @@ func (l *lineLog) line(s string) {
 	l.log.Info("server stderr", "line", s)
 }
 
-// stdoutFilter is what mcp-go reads of the process's stdout: its JSON
+// Filter is what mcp-go reads of the process's stdout: its JSON
 // lines. A line that is not JSON (a server that logs to stdout) is skipped
 // and counted, never a crash. A line longer than WithMaxResponseBytes is
 // read no further than the limit: if its id can be read in what came of it
@@ -340,11 +353,11 @@ func (l *lineLog) line(s string) {
 // ErrResponseTooLarge (tooLargeAnswer, stdioTransport), as an HTTP answer
 // over the limit does; if not, the stream ends there, and the session with
 // it. It is read by mcp-go's reader goroutine only.
-type stdoutFilter struct {
+type Filter struct {
 	r       *bufio.Reader
 	limit   int64
 	skipped *atomic.Uint64 // the client's count
-	p       *stdioProcess
+	p       *Process
 	line    []byte
 	pending []byte
 	err     error
@@ -352,17 +365,17 @@ type stdoutFilter struct {
 	marker  string        // the message of the error answer that stands for a line over the limit
 }
 
-func newStdoutFilter(r io.Reader, limit int64, skipped *atomic.Uint64, p *stdioProcess) *stdoutFilter {
-	return &stdoutFilter{r: bufio.NewReaderSize(r, 64<<10), limit: limit, skipped: skipped, p: p, ended: make(chan struct{}),
+func newStdoutFilter(r io.Reader, limit int64, skipped *atomic.Uint64, p *Process) *Filter {
+	return &Filter{r: bufio.NewReaderSize(r, 64<<10), limit: limit, skipped: skipped, p: p, ended: make(chan struct{}),
 		marker: fmt.Sprintf("resilientmcp: stdout line over the limit (%d)", p.pid)}
 }
 
-// ErrStdoutLineTooLong is the cause of the loss of a stdio session whose
+// ErrLineTooLong is the cause of the loss of a stdio session whose
 // server wrote a line longer than WithMaxResponseBytes that is not an
 // answer whose id could be read before the limit.
-var ErrStdoutLineTooLong = errors.New("resilientmcp: the server wrote a stdout line longer than the response limit")
+var ErrLineTooLong = errors.New("resilientmcp: the server wrote a stdout line longer than the response limit")
 
-func (f *stdoutFilter) Read(b []byte) (int, error) {
+func (f *Filter) Read(b []byte) (int, error) {
 	for len(f.pending) == 0 {
 		if f.err != nil {
 			return 0, f.err
@@ -386,7 +399,7 @@ func (f *stdoutFilter) Read(b []byte) (int, error) {
 }
 
 // next reads the next line, its newline included.
-func (f *stdoutFilter) next() ([]byte, error) {
+func (f *Filter) next() ([]byte, error) {
 	f.line = f.line[:0]
 	for {
 		chunk, err := f.r.ReadSlice('\n')
@@ -404,12 +417,12 @@ func (f *stdoutFilter) next() ([]byte, error) {
 // place, an error answer to the request it answers, marked, and the rest of
 // the line skipped; or, if its id is not in what came of it, the end of
 // the stream.
-func (f *stdoutFilter) overLimit(chunk []byte, err error) ([]byte, error) {
+func (f *Filter) overLimit(chunk []byte, err error) ([]byte, error) {
 	f.line = append(f.line, chunk[:f.limit-int64(len(f.line))]...)
 	id := answerID(f.line)
 	f.line = f.line[:0]
 	if id == nil {
-		return nil, ErrStdoutLineTooLong
+		return nil, ErrLineTooLong
 	}
 	for errors.Is(err, bufio.ErrBufferFull) {
 		_, err = f.r.ReadSlice('\n')
@@ -449,22 +462,22 @@ func answerID(line []byte) json.RawMessage {
 
 // tooLargeAnswer reports whether resp is the error answer the filter put in
 // place of a line over the limit.
-func (f *stdoutFilter) tooLargeAnswer(resp *transport.JSONRPCResponse) bool {
+func (f *Filter) tooLargeAnswer(resp *transport.JSONRPCResponse) bool {
 	return resp != nil && resp.Error != nil && resp.Error.Message == f.marker
 }
 
 // end ends the stream: mcp-go's reader sees the end of it (io.EOF, which
 // it does not log as an error) and fails what is in flight. The session is
 // lost: with the exit as its cause if the process is exiting.
-func (f *stdoutFilter) end(err error) {
+func (f *Filter) end(err error) {
 	f.err = io.EOF
 	close(f.ended)
 	cause := err
 	switch {
-	case errors.Is(err, ErrStdoutLineTooLong):
+	case errors.Is(err, ErrLineTooLong):
 		f.p.log.Warn("server stdout line over the response limit; the process is replaced", "limit", f.limit)
 	case waitFor(f.p.exited, tailWait):
-		cause = &ProcessExitError{Exit: f.p.exit}
+		cause = &ExitError{Exit: f.p.exit}
 	default:
 		cause = errors.New("resilientmcp: the server process closed its stdout")
 	}
@@ -477,3 +490,84 @@ func truncate(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// PID is the process's id.
+func (p *Process) PID() int { return p.pid }
+
+// Exited is closed once the process exited and was reaped; Exit is set
+// then.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Exit is how the process exited; read it once Exited is closed.
+func (p *Process) Exit() observe.ProcessExit { return p.exit }
+
+// HasExited reports whether the process exited, waiting for it at most d.
+func (p *Process) HasExited(d time.Duration) bool { return waitFor(p.exited, d) }
+
+// TailWait is how long to wait for an exit that is under way: see
+// tailWait.
+const TailWait = tailWait
+
+// Attach sets what is told of the loss of the process's session, once the
+// session exists; if it was lost already, it returns why.
+func (p *Process) Attach(onLost func(error)) error { return p.attach(onLost) }
+
+// Stop ends the process: see stop.
+func (p *Process) Stop() { p.stop() }
+
+// Stdout is what mcp-go reads of the process's stdout: its JSON lines
+// (Filter).
+func (p *Process) Stdout() *Filter { return p.filter }
+
+// Stdin is the process's stdin as mcp-go writes to it: a write that wrote
+// nothing is a *wire.UnwrittenError, which the policy knows did not run
+// (a request sent after the process died is NotSent, not OutcomeUnknown).
+func (p *Process) Stdin() io.WriteCloser { return stdinWriter{p.stdin} }
+
+type stdinWriter struct{ f *os.File }
+
+func (w stdinWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if err != nil && n == 0 {
+		err = &wire.UnwrittenError{Err: err}
+	}
+	return n, err
+}
+
+func (w stdinWriter) Close() error { return w.f.Close() }
+
+// TooLargeAnswer reports whether resp is the error answer the filter put
+// in place of a line over the limit.
+func (f *Filter) TooLargeAnswer(resp *transport.JSONRPCResponse) bool { return f.tooLargeAnswer(resp) }
+
+// Limit is the longest line the filter passes (WithMaxResponseBytes).
+func (f *Filter) Limit() int64 { return f.limit }
+
+// ExitError is the cause of the loss of a stdio server's session when its
+// process exited, and of calls that failed fast while it was
+// crash-looping: the exit, and its last stderr lines. Immutable.
+type ExitError struct{ Exit observe.ProcessExit }
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("server process %d exited (%s) after %v", e.Exit.PID, e.Exit, e.Exit.Uptime.Round(time.Millisecond))
+	if len(e.Exit.StderrTail) > 0 {
+		msg += "; last stderr: " + strings.Join(e.Exit.StderrTail, " | ")
+	}
+	return msg
+}
+
+func exitOf(pid int, st *os.ProcessState, started, when time.Time, tail []string) observe.ProcessExit {
+	e := observe.ProcessExit{PID: pid, Code: -1, When: when, Uptime: when.Sub(started), StderrTail: tail}
+	if st == nil {
+		return e
+	}
+	e.Code = st.ExitCode()
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = ws.Signal()
+	}
+	return e
+}
+
+// Stopping reports whether the client ended the process: its exit is no
+// crash.
+func (p *Process) Stopping() bool { return p.stopping.Load() }
