@@ -246,6 +246,10 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 		} else {
 			err = c.run(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context, s *session) error {
 				var err error
+				var hot bool
+				if res, hot, err = c.callToolHot(ctx, s, &req); hot {
+					return err
+				}
 				res, err = s.mc.CallTool(ctx, req)
 				return err
 			})
@@ -266,6 +270,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 // remembered and restored on every new session.
 func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest) error {
 	return c.do(ctx, string(mcp.MethodSetLogLevel), "", func(ctx context.Context, s *session) error {
+		s.levelSet(req.Params.Level)
 		//lint:ignore SA1019 SetLevel is part of MCPClient; mcp-go sends it in the session era and records it per request in the stateless era
 		if err := s.mc.SetLevel(ctx, req); err != nil {
 			return err

@@ -64,6 +64,7 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 	if level != "" {
 		// In the stateless era this only records the level, which every
 		// request then carries.
+		s.levelSet(level)
 		//lint:ignore SA1019 restoring what the caller set with SetLevel, which MCPClient has
 		if err := s.mc.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: level}}); err != nil {
 			return fmt.Errorf("restoring logging level %s: %w", level, err)

@@ -50,6 +50,7 @@ type session struct {
 	stream    *streamWatch
 	listening atomic.Bool
 	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
+	hot       *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -414,8 +415,10 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
 	topts := c.transportOptions()
-	if hc := c.sessionHTTPClient(); hc != nil {
+	hc := c.httpClient
+	if own := c.sessionHTTPClient(); own != nil {
 		// After the shared client's option: the last one given wins.
+		hc = own
 		topts = append(slices.Clip(topts), transport.WithHTTPBasicClient(hc))
 	}
 	if listen {
@@ -486,6 +489,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened:     time.Now(),
 	}
 	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
+	s.hot = c.hotPathFor(s, tr, hc)
 	watch.session.Store(s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only

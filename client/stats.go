@@ -58,6 +58,14 @@ type Stats struct {
 	// could not answer (WithMaxStale). Both are counted in Calls too.
 	CacheHits, StaleAnswers uint64
 
+	// ParserFallbacks counts the JSON answers to tools/calls the client
+	// sent itself that its own reader left to mcp-go's parser: a JSON-RPC
+	// error, a result it does not recognise (a content type it does not
+	// read, a result asking for input, keys in another case...), an
+	// answer over 1 MiB. mcp-go reads them as it always has. Answers sent
+	// as an event stream are mcp-go's to read, and not counted.
+	ParserFallbacks uint64
+
 	Sessions int // sessions in service now
 	InFlight int // calls in progress now
 	// FailingFast: the circuit breaker (WithFailFastAfter) is open now:
@@ -90,8 +98,10 @@ type counters struct {
 	wrongAnswers, failedFast              atomic.Uint64
 	sessionsOpened, sessionsLost          atomic.Uint64
 	cacheHits, staleAnswers               atomic.Uint64
+	parserFallbacks                       atomic.Uint64
 	lastLoss                              atomic.Int32 // policy.Loss
-	inFlight                              atomic.Int64
+	// inFlight: 32 bits, beside lastLoss in one word (TestClientSizeClass).
+	inFlight atomic.Int32
 }
 
 // lost counts a session lost for kind.
@@ -140,6 +150,7 @@ func (c *ResilientClient) Stats() Stats {
 		LastLoss:              lossReason(policy.Loss(c.stats.lastLoss.Load())),
 		CacheHits:             c.stats.cacheHits.Load(),
 		StaleAnswers:          c.stats.staleAnswers.Load(),
+		ParserFallbacks:       c.stats.parserFallbacks.Load(),
 		Sessions:              c.pool.Stats().Ready,
 		InFlight:              int(c.stats.inFlight.Load()),
 		FailingFast:           c.brk.Load().isOpen(),

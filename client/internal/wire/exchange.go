@@ -57,6 +57,12 @@ type Exchange struct {
 	// rewrite, if set, is applied to each POST of the call before it goes
 	// out (RewriteRequests); set before the first request, never after.
 	rewrite Rewriter
+
+	// pre: the next POST is answered with preResp and preErr without
+	// being sent (Preanswer).
+	pre     bool
+	preResp *http.Response
+	preErr  error
 }
 
 // Record is what the HTTP layer saw of the last request of an attempt.
@@ -208,6 +214,10 @@ type Rewriter interface {
 // rewriter without a method value's allocation.
 func (ex *Exchange) RewriteRequests(r Rewriter) { ex.rewrite = r }
 
+// Rewrites reports whether the requests sent under ex are rewritten
+// (RewriteRequests).
+func (ex *Exchange) Rewrites() bool { return ex.rewrite != nil }
+
 // RequestID is the JSON-RPC id of the last request of this attempt that
 // expected an answer, as it went on the wire (a number, or a quoted
 // string), to tell the server which request a notifications/cancelled is
@@ -218,6 +228,42 @@ func (ex *Exchange) RequestID() (json.RawMessage, bool) {
 		return nil, false
 	}
 	return json.RawMessage(bytes.Clone(id.bytes())), true
+}
+
+// ExchangeOf is the exchange ctx carries (Bind), nil if none.
+func ExchangeOf(ctx context.Context) *Exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*Exchange)
+	return ex
+}
+
+// Preanswer has the next POST sent under ex answered with resp or err, as
+// the transport returned them to a request the client sent itself (its
+// hot path for tools/call), without sending it again: so that mcp-go reads
+// an answer the client leaves to it (an event stream, an error, a 404...)
+// exactly as it reads every answer, on the one request that went out. What
+// ex recorded of that request stays. err is the transport's error, not
+// http.Client's (*url.Error, which the client adds again). ClearPreanswer
+// ends it once mcp-go has had its turn.
+func (ex *Exchange) Preanswer(resp *http.Response, err error) {
+	ex.mu.Lock()
+	ex.pre, ex.preResp, ex.preErr = true, resp, err
+	ex.mu.Unlock()
+}
+
+// ClearPreanswer withdraws an answer Preanswer gave that no request took
+// (mcp-go refused to send, for a session it knows ended), and closes its
+// body.
+func (ex *Exchange) ClearPreanswer() {
+	ex.mu.Lock()
+	resp := ex.preResp
+	if !ex.pre {
+		resp = nil
+	}
+	ex.pre, ex.preResp, ex.preErr = false, nil, nil
+	ex.mu.Unlock()
+	if resp != nil {
+		resp.Body.Close()
+	}
 }
 
 // Reset starts a new attempt.
@@ -361,6 +407,16 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = ex.rewrite.RewriteRequest(req)
 	}
 	ex.mu.Lock()
+	if ex.pre && req.Method == http.MethodPost {
+		// Answered already (Preanswer): the request went out once.
+		resp, err := ex.preResp, ex.preErr
+		ex.pre, ex.preResp, ex.preErr = false, nil, nil
+		ex.mu.Unlock()
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return resp, err
+	}
 	dialErr := ex.dialErr
 	// What is recorded describes the last request only: one attempt may
 	// send several (mcp-go's Initialize sends server/discover, then
