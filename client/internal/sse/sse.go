@@ -324,7 +324,7 @@ func (t *Transport) lose(cause error) {
 // cannot be told (the TypeScript SDK writes the id after the result).
 func (t *Transport) tooLarge(prefix []byte) bool {
 	var key string
-	if id := answerID(prefix); id == nil || json.Unmarshal(id, &key) != nil {
+	if id := wire.AnswerID(prefix); id == nil || json.Unmarshal(id, &key) != nil {
 		return false
 	}
 	t.mu.Lock()
@@ -341,30 +341,6 @@ func (t *Transport) tooLarge(prefix []byte) bool {
 
 // answerTooLarge is delivered in place of an answer over the limit.
 var answerTooLarge = new(transport.JSONRPCResponse)
-
-// answerID is the id of the JSON-RPC answer that prefix begins, if its
-// top level shows one before the prefix ends: nil for a request or a
-// notification (a method before the id), or if the id comes after.
-func answerID(prefix []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil || key == "method" {
-			return nil
-		}
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil
-		}
-		if key == "id" {
-			return value
-		}
-	}
-	return nil
-}
 
 // message is any JSON-RPC message, as read to route it.
 type message struct {

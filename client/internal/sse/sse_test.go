@@ -85,8 +85,8 @@ func TestAnswerID(t *testing.T) {
 		`{"method":"x","id":"p-1","params":{`:            "",
 		`not json`:                                       "",
 	} {
-		if got := string(answerID([]byte(prefix))); got != want {
-			t.Errorf("answerID(%q) = %q, want %q", prefix, got, want)
+		if got := string(wire.AnswerID([]byte(prefix))); got != want {
+			t.Errorf("wire.AnswerID(%q) = %q, want %q", prefix, got, want)
 		}
 	}
 }

@@ -419,7 +419,7 @@ func (f *Filter) next() ([]byte, error) {
 // the stream.
 func (f *Filter) overLimit(chunk []byte, err error) ([]byte, error) {
 	f.line = append(f.line, chunk[:f.limit-int64(len(f.line))]...)
-	id := answerID(f.line)
+	id := wire.AnswerID(f.line)
 	f.line = f.line[:0]
 	if id == nil {
 		return nil, ErrLineTooLong
@@ -433,31 +433,6 @@ func (f *Filter) overLimit(chunk []byte, err error) ([]byte, error) {
 	f.p.log.Warn("server stdout line over the response limit; skipped, and its request failed", "limit", f.limit, "id", string(id))
 	msg, _ := json.Marshal(f.marker)
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, mcp.INTERNAL_ERROR, msg), nil
-}
-
-// answerID is the id of the JSON-RPC answer that line begins, if its top
-// level shows one before the line was cut: nil for a request or
-// notification (a method before the id), or if the id comes after what
-// was cut (the TypeScript SDK writes its result first).
-func answerID(line []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil || key == "method" {
-			return nil
-		}
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil
-		}
-		if key == "id" {
-			return value
-		}
-	}
-	return nil
 }
 
 // tooLargeAnswer reports whether resp is the error answer the filter put in

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 func TestAnswerIDBeforeTheCut(t *testing.T) {
@@ -19,8 +21,8 @@ func TestAnswerIDBeforeTheCut(t *testing.T) {
 		{`not json at all`, ``},
 		{`{"jsonrpc":"2.0","id":`, ``},
 	} {
-		if got := string(answerID([]byte(c.line))); got != c.want {
-			t.Errorf("answerID(%.40q) = %q; want %q", c.line, got, c.want)
+		if got := string(wire.AnswerID([]byte(c.line))); got != c.want {
+			t.Errorf("wire.AnswerID(%.40q) = %q; want %q", c.line, got, c.want)
 		}
 	}
 }
