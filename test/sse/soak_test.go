@@ -114,9 +114,19 @@ func TestSSESoak(t *testing.T) {
 	wrong, failed := run(1000, 200, "soak")
 
 	settle()
-	runtime.GC()
+	// A leak stays; what the last cuts left in flight (a connection being
+	// torn down, a read buffer) goes within moments: the heap is read
+	// again, up to 10 times 100 ms apart, until it is back within the
+	// bound (a loaded CI machine read +11.5 % once, at the first read).
 	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
+	for i := 0; ; i++ {
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if i == 9 || float64(after.HeapAlloc) <= 1.1*float64(before.HeapAlloc) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	g1 := runtime.NumGoroutine()
 	redials := c.Stats().Redials - redials0
 	t.Logf("1000 calls, %d new sessions: %d wrong, %d failed (typed); heap %d → %d B (%+.1f %%); goroutines %d → %d",
