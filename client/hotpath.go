@@ -198,7 +198,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		if res, resp = c.readHot(resp); res != nil {
 			return res, true, nil
 		}
-		c.stats.parserFallbacks.Add(1)
+		c.stats.ParserFallbacks.Add(1)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -369,7 +369,7 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 			return err
 		}
 		out = res
-		c.obs.fromCache(ctx, true)
+		c.obs.FromCache(ctx, true)
 		return nil
 	})
 	return out, err
@@ -540,7 +540,7 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 	age := max(now.Sub(e.fetched), 0)
 	res = sp.clone(res)
 	mark(sp.meta(res), staleMark{AgeMs: age.Milliseconds(), FetchedAt: e.fetched})
-	c.stats.staleAnswers.Add(1)
+	c.stats.StaleAnswers.Add(1)
 	if logIt {
 		c.log.Warn("the server cannot answer; serving the last good listings, marked stale, until it can",
 			"method", sp.method, "age", age.Round(time.Millisecond), "err", describe(err))

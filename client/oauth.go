@@ -120,7 +120,7 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 	o := c.opts
 	switch {
 	case o.bearerToken != nil:
-		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint, Resend: c.obs.resendHook()}
+		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint, Resend: c.obs.ResendHook()}
 	case o.oauth != nil:
 		c.oauth = auth.NewOAuth(endpoint, *o.oauth, auth.Env{
 			ClientName: o.implementation().Name,
@@ -129,9 +129,9 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 			HTTPClient: &http.Client{Transport: next, Timeout: 30 * time.Second},
 			Logger:     o.logger,
 			NewBackOff: o.newBackOff,
-			OnRenewal:  c.obs.renewalHook(),
+			OnRenewal:  c.obs.RenewalHook(),
 		})
-		return &auth.Transport{Base: next, Source: c.oauth, Origin: endpoint, Resend: c.obs.resendHook()}
+		return &auth.Transport{Base: next, Source: c.oauth, Origin: endpoint, Resend: c.obs.ResendHook()}
 	}
 	return nil
 }

@@ -1,6 +1,12 @@
 package client
 
-import "github.com/resilientmcp/resilientmcp/client/observe"
+import (
+	"errors"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/observe"
+)
 
 // WithObserver has o told of every call the client makes for its caller,
 // and of what it does on its own: sessions opened and lost, probes,
@@ -17,7 +23,7 @@ func WithObserver(o Observer) Option {
 			o2.invalidf("WithObserver(nil)")
 			return
 		}
-		o2.observing = o2.observing.with(func(ob *observing) { ob.list = append(ob.list, o) })
+		o2.observing = o2.observing.With(func(ob *observers.Config) { ob.List = append(ob.List, o) })
 	})
 }
 
@@ -28,27 +34,64 @@ func WithObserver(o Observer) Option {
 // Default "".
 func WithServerName(name string) Option {
 	return optionFunc(func(o *options) {
-		o.observing = o.observing.with(func(ob *observing) { ob.serverName = name })
+		o.observing = o.observing.With(func(ob *observers.Config) { ob.ServerName = name })
 	})
 }
 
-// observing is what the observers are told, given by options: kept behind
-// a pointer, so that a client without observers does not carry it.
-type observing struct {
-	list       []Observer
-	serverName string
+// The observers and the client's books are client/internal/observers
+// (Set, Trace, Counters); what they need of the client is here.
+
+// errorClass is the class of the client's own errors in err, as
+// CallEnd.ErrorType names them ("" if none): for the observers and the
+// counters, which do not know the client's errors.
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return observers.ClassOutcomeUnknown
+	case errors.Is(err, ErrUnavailable):
+		return observers.ClassUnavailable
+	case errors.Is(err, ErrAuthorizationRequired):
+		return observers.ClassAuthorizationRequired
+	case errors.As(err, new(*InsufficientScopeError)):
+		return observers.ClassInsufficientScope
+	case errors.Is(err, ErrClosed):
+		return observers.ClassClosed
+	}
+	return ""
 }
 
-// with is a copy of ob (or a new one) changed by f: options are applied to
-// a fresh options on each New, and never share what they change.
-func (ob *observing) with(f func(*observing)) *observing {
-	out := &observing{}
-	if ob != nil {
-		*out = *ob
-		out.list = append([]Observer(nil), ob.list...)
+// Observed is what the observers are told of s (observers.Session).
+func (s *session) Observed() (id, version string, lost *observers.Lost) {
+	return s.mc.GetSessionId(), s.version, &s.loss
+}
+
+// Loss is why the session was lost, for the observers.
+func (e *lostError) Loss() (policy.Loss, error) { return e.kind, e.err }
+
+// openReason is why a new session is opened in place of prev (nil for a
+// member's first), lost with lost (nil if it was not).
+func openReason(prev *session, lost *lostError) OpenReason {
+	switch {
+	case prev == nil || lost == nil:
+		return OpenFirst
+	case lost.kind == policy.LossRequested:
+		return OpenRequested
+	case lost.kind.Reinitializes():
+		return OpenReinitialize
 	}
-	f(out)
-	return out
+	return OpenRedial
+}
+
+// noteMember tells the observers, in order and from the state notifier's
+// goroutine (this runs under the client's locks), that a pool member's
+// state is now st.
+func (c *ResilientClient) noteMember(m *memberState, st State) {
+	if c.obs == nil {
+		return
+	}
+	if from := State(m.observed.Swap(int32(st))); from != st {
+		c.notifier.push(stateEvent{from: from, to: st, member: true})
+	}
 }
 
 // The observer's vocabulary lives in package observe, as grpc-go's stats

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/retry"
@@ -56,7 +57,7 @@ type options struct {
 	retryToolCall    func(mcp.Tool) bool
 	retryableRPC     []int // WithRetryableRPCCodes
 	stateHandler     func(from, to State)
-	observing        *observing // WithObserver's and WithServerName's; nil if neither was given
+	observing        *observers.Config // WithObserver's and WithServerName's; nil if neither was given
 	logger           *slog.Logger
 	maxResponseBytes int64
 	keepIdleConn     bool
