@@ -30,27 +30,6 @@ const (
 	GrantJWTBearer         = auth.GrantJWTBearer
 )
 
-// EnterpriseAuthorization is OAuthConfig.Enterprise: the user's ID token
-// exchanged at the enterprise's identity provider for an ID-JAG, presented
-// with the JWT bearer grant. See auth.EnterpriseAuthorization.
-type EnterpriseAuthorization = auth.EnterpriseAuthorization
-
-// WorkloadIdentity is OAuthConfig.Workload: the platform's JWT for the
-// workload presented with the JWT bearer grant. See auth.WorkloadIdentity.
-type WorkloadIdentity = auth.WorkloadIdentity
-
-// DPoPMode is when the client binds its tokens to a key with DPoP (RFC
-// 9449): DPoPAuto (the default: when the authorization server advertises
-// it), DPoPAlways or DPoPNever. See OAuthConfig.DPoP and DPoPKey.
-type DPoPMode = auth.DPoPMode
-
-// The DPoP modes.
-const (
-	DPoPAuto   = auth.DPoPAuto
-	DPoPAlways = auth.DPoPAlways
-	DPoPNever  = auth.DPoPNever
-)
-
 // InsufficientScopeError is a call the server refused for want of scope
 // (403 insufficient_scope) that no authorization could give: the scopes
 // were held already or refused, or the request was refused for want of

@@ -27,10 +27,10 @@ func WithObserver(o Observer) Option {
 	})
 }
 
-// WithServerName names the server for the observers: every CallInfo's and
-// event's Server carries it as Name (otelmcp's attribute
-// resilientmcp.server.name), to tell apart the servers of an agent that
-// has several (package fleet sets it to the server's name in the config).
+// WithServerName names the server for the observers: every
+// observe.CallInfo's and event's Server carries it as Name (otelmcp's
+// attribute resilientmcp.server.name), to tell apart the servers of an
+// agent that has several (package fleet sets it to the server's name in the config).
 // Default "".
 func WithServerName(name string) Option {
 	return optionFunc(func(o *options) {
@@ -70,16 +70,16 @@ func (e *lostError) Loss() (policy.Loss, error) { return e.kind, e.err }
 
 // openReason is why a new session is opened in place of prev (nil for a
 // member's first), lost with lost (nil if it was not).
-func openReason(prev *session, lost *lostError) OpenReason {
+func openReason(prev *session, lost *lostError) observe.OpenReason {
 	switch {
 	case prev == nil || lost == nil:
-		return OpenFirst
+		return observe.OpenFirst
 	case lost.kind == policy.LossRequested:
-		return OpenRequested
+		return observe.OpenRequested
 	case lost.kind.Reinitializes():
-		return OpenReinitialize
+		return observe.OpenReinitialize
 	}
-	return OpenRedial
+	return observe.OpenRedial
 }
 
 // noteMember tells the observers, in order and from the state notifier's
@@ -94,58 +94,10 @@ func (c *ResilientClient) noteMember(m *memberState, st State) {
 	}
 }
 
-// The observer's vocabulary lives in package observe, as grpc-go's stats
-// package holds its stats.Handler's, so that an observer (otelmcp's) need
-// not import the client. These aliases keep code written against client's
-// names compiling unchanged; their docs are observe's.
-type (
-	Observer       = observe.Observer
-	MetaPropagator = observe.MetaPropagator
-	CallInfo       = observe.CallInfo
-	Server         = observe.Server
-	AttemptInfo    = observe.AttemptInfo
-	AttemptReason  = observe.AttemptReason
-	WaitKind       = observe.WaitKind
-	AttemptEnd     = observe.AttemptEnd
-	CallEnd        = observe.CallEnd
-
-	Event          = observe.Event
-	SessionOpened  = observe.SessionOpened
-	OpenReason     = observe.OpenReason
-	SessionLost    = observe.SessionLost
-	LossReason     = observe.LossReason
-	SessionClosed  = observe.SessionClosed
-	SessionState   = observe.SessionState
-	Probed         = observe.Probed
-	DialFailed     = observe.DialFailed
-	TokenRenewed   = observe.TokenRenewed
-	BreakerState   = observe.BreakerState
-	ProcessStarted = observe.ProcessStarted
-	ProcessExited  = observe.ProcessExited
-	ProcessExit    = observe.ProcessExit
-)
-
-// The reasons and waits of observe, under client's names.
-const (
-	AttemptFirst          = observe.AttemptFirst
-	AttemptNotSent        = observe.AttemptNotSent
-	AttemptOutcomeUnknown = observe.AttemptOutcomeUnknown
-	AttemptSessionExpired = observe.AttemptSessionExpired
-	AttemptUnauthorized   = observe.AttemptUnauthorized
-
-	WaitNone         = observe.WaitNone
-	WaitReinitialize = observe.WaitReinitialize
-	WaitRedial       = observe.WaitRedial
-
-	OpenFirst        = observe.OpenFirst
-	OpenReinitialize = observe.OpenReinitialize
-	OpenRedial       = observe.OpenRedial
-	OpenRequested    = observe.OpenRequested
-	OpenKept         = observe.OpenKept
-
-	LossExpired     = observe.LossExpired
-	LossUnreachable = observe.LossUnreachable
-	LossUnhealthy   = observe.LossUnhealthy
-	LossCorrupt     = observe.LossCorrupt
-	LossRequested   = observe.LossRequested
-)
+// Observer is told of every call the client makes and of what it does on
+// its own (WithObserver): observe.Observer. The observer's vocabulary
+// (CallInfo, the events, the reasons) lives in package observe, as grpc-go's
+// stats package holds its stats.Handler's, so that an observer (otelmcp's)
+// need not import the client; Observer stays here, a name of the client's
+// API (the design's api.md).
+type Observer = observe.Observer

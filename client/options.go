@@ -285,7 +285,7 @@ const DefaultFailFastAfter = 30 * time.Second
 // so too. The client's reconnect loop goes on, on its backoff schedule, in
 // place of a breaker's half-open trial: when it has a session again the
 // breaker closes and calls go through, with no call spent to find out.
-// Stats().FailingFast says whether it is open; observers get BreakerState.
+// Stats().FailingFast says whether it is open; observers get observe.BreakerState.
 // Default DefaultFailFastAfter (30s); 0 turns the breaker off, so that calls
 // wait for a session for as long as their deadline allows.
 func WithFailFastAfter(d time.Duration) Option {

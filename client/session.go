@@ -19,6 +19,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/health"
 )
 
@@ -243,7 +244,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
-			c.obs.SessionOpened(prev, OpenKept)
+			c.obs.SessionOpened(prev, observe.OpenKept)
 			c.refreshTools(ctx, prev)
 			if prev.health().Unhealthy() {
 				c.watch(prev) // its prober gave up while the server was away

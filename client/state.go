@@ -12,7 +12,7 @@ import (
 
 // State is the connectivity of a ResilientClient, after grpc-go's
 // connectivity states: observe.State, declared there with its states for
-// the observers' SessionState.
+// the observers' observe.SessionState.
 type State = observe.State
 
 // The states, under client's names: observe's.
@@ -85,7 +85,7 @@ type stateEvent struct {
 	from, to State
 	lost     error
 	member   bool
-	breaker  *BreakerState
+	breaker  *observe.BreakerState
 }
 
 func (n *stateNotifier) notify(from, to State) {

@@ -2,6 +2,8 @@ package client
 
 import (
 	"time"
+
+	"github.com/resilientmcp/resilientmcp/client/observe"
 )
 
 // Stats are counters since New, for dashboards and tests: a snapshot, a
@@ -46,7 +48,7 @@ type Stats struct {
 	// or lost in their handshake; LastLoss is why the last of them was
 	// lost (meaningful once SessionsLost is not 0).
 	SessionsOpened, SessionsLost uint64
-	LastLoss                     LossReason
+	LastLoss                     observe.LossReason
 
 	// CacheHits counts listings and reads answered from the cache within
 	// the ttlMs the server gave (no request sent); StaleAnswers those
@@ -81,7 +83,7 @@ type Stats struct {
 	// process of the first member running now, 0 if none; StdoutSkipped
 	// counts the stdout lines that were not JSON-RPC.
 	Restarts      uint64
-	LastExit      ProcessExit
+	LastExit      observe.ProcessExit
 	PID           int
 	StdoutSkipped uint64
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -269,7 +270,7 @@ type stdioSupervisor struct {
 	opts     stdioOptions
 	restarts atomic.Uint64
 	skipped  atomic.Uint64 // stdout lines that were not JSON-RPC
-	lastExit atomic.Pointer[ProcessExit]
+	lastExit atomic.Pointer[observe.ProcessExit]
 
 	mu    sync.Mutex
 	slots []stdioSlot // by pool member
@@ -338,7 +339,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	if restart {
 		sup.restarts.Add(1)
 	}
-	c.obs.Process(ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
+	c.obs.Process(observe.ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
 	c.log.Info("server process started", "command", sup.spec.Command, "pid", p.PID(), "member", member, "restart", restart)
 
 	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, c.opts.clientOptions...)
@@ -527,7 +528,7 @@ func (c *ResilientClient) processEnded(member int, p *stdio.Process) {
 		slot.steps = nil
 	}
 	c.stdio.mu.Unlock()
-	c.obs.Process(ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
+	c.obs.Process(observe.ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
 }
 
 func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
