@@ -485,7 +485,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened:     time.Now(),
 	}
 	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
-	s.hot = c.hotPathFor(s, tr, hc)
+	s.hot = c.hotPathFor(tr, hc)
 	watch.session.Store(s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
