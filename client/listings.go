@@ -437,7 +437,7 @@ func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen u
 	c.logServerChange(changed)
 	if e.ttl > 0 && !l.listen.Load() && l.listen.CompareAndSwap(false, true) {
 		// In the stateless era, notifications come only as asked for.
-		for _, s := range c.pool.Values() {
+		for _, s := range c.sess.pool.Values() {
 			if !s.sessionEra {
 				c.relisten(s)
 			}

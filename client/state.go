@@ -3,6 +3,7 @@ package client
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
@@ -168,5 +169,48 @@ func (n *stateNotifier) wait() {
 	n.mu.Unlock()
 	if done != nil {
 		<-done
+	}
+}
+
+// memberState is what State is computed from, for one pool member.
+type memberState struct {
+	pool     atomic.Int32 // pool.State
+	degraded atomic.Bool  // its session in service is failing probes
+	observed atomic.Int32 // State, as last told to the observers
+	affinity affinity     // see affinity.go
+}
+
+// onMemberState is called with the pool's lock held: it must not call the
+// pool.
+func (ss *sessions) onMemberState(member int, _, to pool.State) {
+	ss.members[member].pool.Store(int32(to))
+	if to == pool.Ready {
+		ss.members[member].degraded.Store(false) // a new session has failed nothing yet
+		ss.brk.Load().reached()
+	}
+	ss.refreshState()
+}
+
+// refreshState recomputes State, the best state among the members, and
+// reports a change.
+func (ss *sessions) refreshState() {
+	ss.stateMu.Lock()
+	defer ss.stateMu.Unlock()
+	next := Closed
+	for i := range ss.members {
+		m := &ss.members[i]
+		st := fromPoolState(pool.State(m.pool.Load()))
+		if st == Ready && m.degraded.Load() {
+			st = Degraded
+		}
+		ss.c.noteMember(m, st)
+		if next == Closed || rank(st) > rank(next) {
+			next = st
+		}
+	}
+	if prev := State(ss.state.Swap(int32(next))); prev != next {
+		// Logged by the notifier too: the logger's handler is the user's
+		// code, and this runs under the pool's lock.
+		ss.notifier.notify(prev, next)
 	}
 }

@@ -103,13 +103,13 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger, notifications: newDispatcher(),
 		obs: observers.New(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)}, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
-	c.stdio = &stdioSupervisor{
+	c.sess.stdio = &stdioSupervisor{
 		spec: stdio.Spec{Command: command, Args: args, Env: stdioEnv(os.Environ(), so.env), Dir: so.dir, StopTimeout: so.stopTimeout},
 		opts: so,
 	}
-	c.stdio.slots = make([]stdioSlot, o.poolSize)
-	for i := range c.stdio.slots {
-		c.stdio.slots[i].restarts = policy.Restarts{Limit: so.restartLimit, Window: so.restartWindow}
+	c.sess.stdio.slots = make([]stdioSlot, o.poolSize)
+	for i := range c.sess.stdio.slots {
+		c.sess.stdio.slots[i].restarts = policy.Restarts{Limit: so.restartLimit, Window: so.restartWindow}
 	}
 	c.init(c.endpoint)
 	return c, nil
@@ -322,12 +322,12 @@ func (e *crashLoopError) Unwrap() error {
 // openStdio starts member's next process and initializes a session on it:
 // the stdio counterpart of open. The start waits as the restart intensity
 // says (a crash loop), within ctx.
-func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
-	sup := c.stdio
-	if err := c.awaitStart(ctx, member); err != nil {
+func (ss *sessions) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
+	sup := ss.stdio
+	if err := ss.awaitStart(ctx, member); err != nil {
 		return nil, err
 	}
-	p, err := stdio.Start(&sup.spec, c.opts.maxResponseBytes, c.log, &sup.skipped, func(p *stdio.Process) { c.processEnded(member, p) })
+	p, err := stdio.Start(&sup.spec, ss.c.opts.maxResponseBytes, ss.c.log, &sup.skipped, func(p *stdio.Process) { ss.processEnded(member, p) })
 	restart := sup.record(member, p)
 	if err != nil {
 		if policy.StartPermanent(err) {
@@ -339,10 +339,10 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	if restart {
 		sup.restarts.Add(1)
 	}
-	c.obs.Process(observe.ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
-	c.log.Info("server process started", "command", sup.spec.Command, "pid", p.PID(), "member", member, "restart", restart)
+	ss.c.obs.Process(observe.ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
+	ss.c.log.Info("server process started", "command", sup.spec.Command, "pid", p.PID(), "member", member, "restart", restart)
 
-	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, c.opts.clientOptions...)
+	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, ss.c.opts.clientOptions...)
 	fail := func(err error) (*session, error) {
 		_ = mc.Close()
 		p.Stop()
@@ -350,10 +350,10 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	}
 	// Not ctx, which ends with the dial: mcp-go answers the server's
 	// requests (sampling, elicitation, roots) under this one.
-	if err := mc.Start(c.lifetime); err != nil {
+	if err := mc.Start(ss.c.lifetime); err != nil {
 		return fail(err)
 	}
-	mc.OnNotification(c.onServerNotification)
+	mc.OnNotification(ss.c.onServerNotification)
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
@@ -366,32 +366,32 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 		}
 		return fail(err)
 	}
-	c.stats.SessionsOpened.Add(1)
+	ss.c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: p}
 	// Notifications come on stdout, always: no event stream to open.
 	s.listening.Store(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := p.Attach(func(cause error) { c.replace(s, cause) }); err != nil {
+	if err := p.Attach(func(cause error) { ss.replace(s, cause) }); err != nil {
 		s.close()
 		return nil, err
 	}
-	c.armIdleStop()
+	ss.armIdleStop()
 	return s, nil
 }
 
 // armIdleStop (re)starts WithIdleStop's check: a timer, no goroutine.
-func (c *ResilientClient) armIdleStop() {
-	sup := c.stdio
+func (ss *sessions) armIdleStop() {
+	sup := ss.stdio
 	d := sup.opts.idleStop
 	if d <= 0 {
 		return
 	}
 	sup.idleMu.Lock()
 	defer sup.idleMu.Unlock()
-	sup.idleCalls = c.stats.Calls.Load()
+	sup.idleCalls = ss.c.stats.Calls.Load()
 	if sup.idleTimer == nil {
-		sup.idleTimer = time.AfterFunc(d, c.checkIdle)
+		sup.idleTimer = time.AfterFunc(d, ss.checkIdle)
 	} else {
 		sup.idleTimer.Reset(d)
 	}
@@ -400,18 +400,18 @@ func (c *ResilientClient) armIdleStop() {
 // checkIdle stops the processes if no call began in the last period and
 // none is in flight, and nothing listens; else it looks again a period
 // later. After Close it does nothing: the pool has closed the processes.
-func (c *ResilientClient) checkIdle() {
-	if c.closed.Load() {
+func (ss *sessions) checkIdle() {
+	if ss.c.closed.Load() {
 		return
 	}
-	sup := c.stdio
-	subs, _ := c.memory.snapshot()
-	c.listens.mu.Lock()
-	listening := len(c.listens.filters) > 0
-	c.listens.mu.Unlock()
+	sup := ss.stdio
+	subs, _ := ss.c.memory.snapshot()
+	ss.c.listens.mu.Lock()
+	listening := len(ss.c.listens.filters) > 0
+	ss.c.listens.mu.Unlock()
 	sup.idleMu.Lock()
-	calls := c.stats.Calls.Load()
-	busy := calls != sup.idleCalls || c.stats.InFlight.Load() > 0 || len(subs) > 0 || listening
+	calls := ss.c.stats.Calls.Load()
+	busy := calls != sup.idleCalls || ss.c.stats.InFlight.Load() > 0 || len(subs) > 0 || listening
 	sup.idleCalls = calls
 	if busy {
 		sup.idleTimer.Reset(sup.opts.idleStop)
@@ -420,12 +420,12 @@ func (c *ResilientClient) checkIdle() {
 	}
 	sup.idleMu.Unlock()
 	left := false
-	for _, s := range c.pool.Values() {
+	for _, s := range ss.pool.Values() {
 		sup.mu.Lock()
 		sup.slots[s.member].idled = true
 		sup.mu.Unlock()
-		if c.pool.Retire(s) {
-			c.log.Info("server process stopped: idle", "pid", s.proc.PID(), "member", s.member, "idle_stop", sup.opts.idleStop)
+		if ss.pool.Retire(s) {
+			ss.c.log.Info("server process stopped: idle", "pid", s.proc.PID(), "member", s.member, "idle_stop", sup.opts.idleStop)
 			continue
 		}
 		sup.mu.Lock()
@@ -434,7 +434,7 @@ func (c *ResilientClient) checkIdle() {
 		left = true
 	}
 	if left {
-		c.armIdleStop()
+		ss.armIdleStop()
 	}
 }
 
@@ -462,14 +462,14 @@ func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRe
 // awaitStart waits until member's next process may start, as the restart
 // intensity says; if that is past ctx's deadline, it fails at once and the
 // pool's loop tries again on its schedule.
-func (c *ResilientClient) awaitStart(ctx context.Context, member int) error {
-	sup := c.stdio
+func (ss *sessions) awaitStart(ctx context.Context, member int) error {
+	sup := ss.stdio
 	sup.mu.Lock()
 	slot := &sup.slots[member]
 	var step time.Duration
 	if slot.restarts.Looping() {
 		if slot.steps == nil {
-			slot.steps = c.opts.newBackOff()
+			slot.steps = ss.c.opts.newBackOff()
 		}
 		step = slot.steps.NextBackOff()
 	}
@@ -478,9 +478,9 @@ func (c *ResilientClient) awaitStart(ctx context.Context, member int) error {
 	nowLooping := slot.restarts.Looping()
 	sup.mu.Unlock()
 	if nowLooping && !looping {
-		c.log.Warn("server process crash-looping: starts slowed down, calls without a process fail fast",
+		ss.c.log.Warn("server process crash-looping: starts slowed down, calls without a process fail fast",
 			"member", member, "limit", sup.opts.restartLimit, "window", sup.opts.restartWindow)
-		c.pool.Wake()
+		ss.pool.Wake()
 	}
 	d := time.Until(at)
 	if d <= 0 {
@@ -489,7 +489,7 @@ func (c *ResilientClient) awaitStart(ctx context.Context, member int) error {
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
 		return &crashLoopError{next: at, last: sup.lastExitError()}
 	}
-	switch wait.Sleep(ctx, d, c.lifetime.Done()) {
+	switch wait.Sleep(ctx, d, ss.c.lifetime.Done()) {
 	case wait.Elapsed:
 		return nil
 	}
@@ -518,17 +518,17 @@ func (sup *stdioSupervisor) record(member int, p *stdio.Process) bool {
 // processEnded records the exit of member's process p, for Stats and
 // errors, the restart intensity and the observers. It is told by p's wait,
 // before the loss of p's session is.
-func (c *ResilientClient) processEnded(member int, p *stdio.Process) {
+func (ss *sessions) processEnded(member int, p *stdio.Process) {
 	exit := p.Exit()
-	c.stdio.lastExit.Store(&exit)
-	c.stdio.mu.Lock()
-	slot := &c.stdio.slots[member]
+	ss.stdio.lastExit.Store(&exit)
+	ss.stdio.mu.Lock()
+	slot := &ss.stdio.slots[member]
 	slot.restarts.Exited(exit.Uptime)
 	if !slot.restarts.Looping() {
 		slot.steps = nil
 	}
-	c.stdio.mu.Unlock()
-	c.obs.Process(observe.ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
+	ss.stdio.mu.Unlock()
+	ss.c.obs.Process(observe.ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
 }
 
 func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
@@ -540,8 +540,8 @@ func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
 
 // crashLoopFailFast is whileNoSession's answer for a stdio client whose
 // processes are crash-looping: calls fail at once, with the last exit.
-func (c *ResilientClient) crashLoopFailFast() error {
-	sup := c.stdio
+func (ss *sessions) crashLoopFailFast() error {
+	sup := ss.stdio
 	if sup == nil {
 		return nil
 	}
@@ -563,8 +563,8 @@ func (c *ResilientClient) crashLoopFailFast() error {
 }
 
 // stdioStats fills in what Stats says of a stdio client's processes.
-func (c *ResilientClient) stdioStats(st *Stats) {
-	sup := c.stdio
+func (ss *sessions) stdioStats(st *Stats) {
+	sup := ss.stdio
 	if sup == nil {
 		return
 	}

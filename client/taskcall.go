@@ -432,7 +432,7 @@ func (c *ResilientClient) taskWaits(t *taskState) bool {
 		// 2025-11-25 delivers the server's requests on the tasks/result
 		// stream, to the handlers of WithClientOptions. 2026-07-28's
 		// tasks/update is not implemented: the task waits for them.
-		if vs := c.pool.Values(); len(vs) > 0 && !vs[0].sessionEra {
+		if vs := c.sess.pool.Values(); len(vs) > 0 && !vs[0].sessionEra {
 			if !t.noted {
 				t.noted = true
 				c.log.Warn("the task waits for input, which tasks/update would give; the client does not implement it and keeps polling", "task", t.ID)
