@@ -49,8 +49,8 @@
 //	                open, lose, release; health.go, breaker.go, state.go
 //	restore.go      what every new session is told again; discover.go and
 //	                version.go: the protocol era; affinity.go: load balancers
-//	stdio.go        NewStdio: the supervision of a server that is a process;
-//	                the process itself is client/internal/stdio
+//	stdio.go        NewStdio: a session on a server that is a process; the
+//	                process and its supervision are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
 //	listings*.go    the cache of listings and reads, and its store; tools.go

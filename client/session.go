@@ -49,8 +49,8 @@ import (
 //   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
 //     notifier.mu (the breaker's openings and closings, in order).
 //
-// stdio's mu and idleMu are leaves (stdioSupervisor), as are the health
-// monitors' of the sessions. No user code runs under any of them: the
+// The stdio supervisor's locks are leaves (stdio.Supervisor), as are the
+// health monitors' of the sessions. No user code runs under any of them: the
 // notifier calls the handlers from its own goroutine.
 type sessions struct {
 	c *ResilientClient // the client they serve; set by init, then read only
@@ -58,7 +58,7 @@ type sessions struct {
 	pool    *pool.Pool[*session]
 	initReq atomic.Pointer[mcp.InitializeRequest] // Initialize's, or made from WithClientInfo (initRequest)
 
-	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
+	stdio *stdio.Supervisor // NewStdio's processes (stdio.go, client/internal/stdio); nil over HTTP
 
 	// spoken is what the endpoint was last found to speak: speaksStateless
 	// (or not known yet), speaksSessionEra (the last session negotiated
