@@ -275,10 +275,10 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 		// The replay decision does not rest on annotations from before
 		// the loss: the tools are listed again (once, for every call
 		// that needs them).
-		c.doubtTools(r.sent)
+		c.listings.DoubtTools(r.sent)
 	}
 	safe := func() bool {
-		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
+		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.listings.ToolSafe(ctx, tool) })
 	}
 	a := tries.After(v, safe, r.deadline)
 	if a.Discard != policy.NoLoss {

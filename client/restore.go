@@ -100,7 +100,7 @@ func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 	subs, _ := c.memory.snapshot()
 	// The cache of listings hears of changes too, once it holds an answer
 	// with a ttl (listings.go).
-	listening := c.notifications.hasHandlers() || c.tools.listings.listen.Load()
+	listening := c.notifications.hasHandlers() || c.listings.Listening()
 	return c.listens.union(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,
 		PromptsListChanged:    listening,
