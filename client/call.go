@@ -24,7 +24,7 @@ import (
 //
 // A nil body is a call the listing cache answers: it is not deposited
 // into the retry budget, which grows with the calls that reach the
-// pipeline (callRun), not with those the cache answers (listings.go).
+// pipeline (callRun), not with those the cache answers (listings.Get).
 // body's context is the one the observers gave the call: its result is
 // told them there (toolResult).
 func (c *ResilientClient) call(ctx context.Context, method, tool string, body func(context.Context) error) error {

@@ -193,7 +193,7 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	}
 	if !o.listingCacheOff {
 		// The credential each request went out with keys the private
-		// answers it brings (listings.go).
+		// answers it brings (listings.Cache).
 		chain.Credentials = &c.credentials
 	}
 	hc := *base

@@ -93,7 +93,7 @@ type callTrace struct {
 	requestID string // of the attempt's last request, if its body was read
 	proto     string // HTTP version of the attempt's last response
 	refused   bool   // a replay was refused
-	fromCache bool   // answered from the cache (listings.go)
+	fromCache bool   // answered from the cache (listings.Get)
 	stale     bool   // ... in place of an error
 	toolError bool   // the tools/call's result has IsError
 	// lastType and lastCode are the ErrorType and RPCCode of the last

@@ -70,15 +70,14 @@ const listingStoreRefresh = time.Minute
 // The client holds it by value (its size counts in the client's); Init
 // readies it. Safe for concurrent use once Init has returned.
 //
-// Lock order: storeWriter.mu → Cache.mu (put checks closed under it,
-// through Host.StartBackground, which takes the client's own lock under
-// it); Cache.mu is otherwise a leaf, and no request is sent under it.
+// Lock order: storeWriter.mu → the lock of Host.StartBackground (put
+// counts its goroutine under it, the client's Close barrier); Cache.mu is
+// a leaf, and neither calls the Host nor sends a request under it.
 type Cache struct {
 	host    Host
 	listing singleflight.Group // the listing of tools under way, shared by every caller that needs it
 
-	// mu guards the fields below; a leaf (but for storeWriter.mu, taken
-	// before it), and no request is sent under it.
+	// mu guards the fields below; a leaf, and no request is sent under it.
 	mu    sync.Mutex
 	tools map[string]mcp.Tool // nil until the tools were first listed
 	gen   uint64              // counts changes announced by the server
