@@ -63,8 +63,8 @@ func serverAnswered(err error) bool {
 }
 
 func (h *listingHost) ServedStale(ctx context.Context) {
-	h.stats.staleAnswers.Add(1)
-	h.obs.fromCache(ctx, true)
+	h.stats.StaleAnswers.Add(1)
+	h.obs.FromCache(ctx, true)
 }
 
 func (h *listingHost) Principal() string { return h.credentials.Current() }

@@ -6,6 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
+	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
 // Listings and reads, cached as the server says and served stale on error
@@ -30,9 +31,9 @@ const DefaultMaxStale = 24 * time.Hour
 
 // listingOptions are the options of the cache.
 type listingOptions struct {
-	maxStale      time.Duration // for listings; used if options.maxStaleSet, else DefaultMaxStale
-	maxStaleReads time.Duration // for resources/read; 0: never
-	store         ListingStore  // nil: memory only
+	maxStale      time.Duration      // for listings; used if options.maxStaleSet, else DefaultMaxStale
+	maxStaleReads time.Duration      // for resources/read; 0: never
+	store         store.ListingStore // nil: memory only
 	// WithListingCache(false) and whether WithMaxStale was given are
 	// options.listingCacheOff and options.maxStaleSet, beside its other
 	// flags: here they would cost every client 8 B of padding.
@@ -102,9 +103,9 @@ func WithMaxStaleReads(d time.Duration) Option {
 // WithListingStore keeps the last good listings and reads in s too, so
 // that an agent restarted while the server is away still lists what it
 // offers (marked stale). Default none: the client's memory only.
-// NewFileListingStore keeps them in a directory (one machine),
+// store.NewFileListingStore keeps them in a directory (one machine),
 // auth/redisstore's NewListingStore in Redis (every replica).
-func WithListingStore(s ListingStore) Option {
+func WithListingStore(s store.ListingStore) Option {
 	return optionFunc(func(o *options) {
 		if s == nil {
 			o.invalidf("WithListingStore(nil)")

@@ -257,7 +257,7 @@ func (c *ResilientClient) ResumeTask(ctx context.Context, id string) (*mcp.CallT
 		if res, err = c.runTask(ctx, nil, t); err != nil {
 			res = nil
 		}
-		c.obs.toolResult(ctx, res)
+		c.obs.ToolResult(ctx, res)
 		return err
 	})
 	return res, err
