@@ -53,7 +53,10 @@
 //	                process and its supervision are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
-//	listings*.go    the cache of listings and reads, and its store; tools.go
+//	listings.go     the options of the cache of listings and reads, Stale;
+//	                the cache itself, its store writer and the tools the
+//	                replay decision reads are client/internal/listings,
+//	                which listinghost.go joins to the client
 //	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
 //	                taskstore.go: the ids of tasks not yet delivered;
 //	                the stores' types and file stores are client/store

@@ -82,7 +82,7 @@ type sessions struct {
 func (ss *sessions) init(c *ResilientClient, target string) {
 	o := &c.opts
 	ss.c = c
-	ss.notifier.handler, ss.notifier.log, ss.notifier.observers = o.stateHandler, o.logger, c.obs
+	ss.notifier.c = c
 	ss.members = make([]memberState, o.poolSize)
 	ss.pool = pool.New(ss.poolConfig(target))
 }
@@ -377,7 +377,7 @@ func (ss *sessions) nextSession(ctx context.Context, member int, prev *session, 
 		if err == nil {
 			ss.c.log.Info("server reachable again; session kept", "version", prev.version)
 			ss.c.obs.SessionOpened(prev, observe.OpenKept)
-			ss.c.refreshTools(ctx, prev)
+			ss.c.listings.RefreshTools(ctx, prev.listed())
 			if prev.health().Unhealthy() {
 				ss.watch(prev) // its prober gave up while the server was away
 			}
@@ -430,10 +430,9 @@ func (ss *sessions) nextSession(ctx context.Context, member int, prev *session, 
 		ss.c.stats.Redials.Add(1)
 		ss.c.log.Info("session redialed", "cause", lost.err, "version", s.version)
 	}
-	ss.c.obs.SessionOpened(s, openReason(prev, lost))
-	ss.c.noteServerChange(prev, s)
-	ss.c.listingsOpened(s, openReason(prev, lost))
-	ss.c.refreshTools(ctx, s)
+	reason := openReason(prev, lost)
+	ss.c.obs.SessionOpened(s, reason)
+	ss.c.listings.Opened(ctx, prev.listed(), s.listed(), reason == observe.OpenReinitialize || reason == observe.OpenRequested)
 	ss.watch(s)
 	return s, nil
 }
@@ -557,7 +556,7 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 	if err != nil {
 		return nil, nil, backoff.Permanent(err)
 	}
-	tr := &discoverRecorder{StreamableHTTP: streamable, tools: ss.c}
+	tr := &discoverRecorder{StreamableHTTP: streamable, tools: &ss.c.listings}
 	tr.recording.Store(true)
 	opts := ss.c.opts.clientOptions
 	if extra != nil {
