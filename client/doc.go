@@ -47,8 +47,10 @@
 //	errors.go       what a call's error says; state.go, stats.go
 //	session.go      sessions, the sessions' life beside the client's: dial,
 //	                open, lose, release; health.go, breaker.go, state.go
-//	restore.go      what every new session is told again; discover.go and
-//	                version.go: the protocol era; affinity.go: load balancers
+//	restore.go      what every new session is told again; affinity.go: load
+//	                balancers; a session's transport (the protocol era, the
+//	                Mcp-Param-* headers, tools' schemas as the server sent
+//	                them) is client/internal/streamable
 //	stdio.go        NewStdio: a session on a server that is a process; the
 //	                process and its supervision are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
@@ -68,6 +70,6 @@
 //	                counters are client/internal/observers, their types
 //	                client/observe
 //	parity.go       the methods of mcp-go's *client.Client; iter.go
-//	oauth.go        authorization; cookies.go, paramheaders.go, schemas.go,
-//	                deadline.go: what the rest holds, each file says first
+//	oauth.go        authorization; cookies.go, deadline.go: what the rest
+//	                holds, each file says first
 package client

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
@@ -199,16 +200,16 @@ func jsonValue(v any) any {
 // the initialize request in the session era, and in the capabilities every
 // request carries in its _meta in the stateless era.
 type declaringTransport struct {
-	*discoverRecorder
+	*streamable.Transport
 }
 
 func (t declaringTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	req.Params = declareApplyDefaults(req.Method, req.Params)
-	return t.discoverRecorder.SendRequest(ctx, req)
+	return t.Transport.SendRequest(ctx, req)
 }
 
 // transportFor is the transport a session's mcp-go client is given.
-func (c *ResilientClient) transportFor(tr *discoverRecorder) transport.Interface {
+func (c *ResilientClient) transportFor(tr *streamable.Transport) transport.Interface {
 	if c.elicitationDefaults {
 		return declaringTransport{tr}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 	"github.com/resilientmcp/resilientmcp/client/internal/toolcall"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
@@ -51,8 +52,8 @@ import (
 // when the session opens: an idle client that never calls a tool does not
 // keep them (BenchmarkIdleClients).
 type hotPath struct {
-	tr *discoverRecorder // the session's transport: its session id, version refusals, Mcp-Param-* headers
-	hc *http.Client      // the HTTP client it sends with
+	tr *streamable.Transport // the session's transport: its session id, version refusals, Mcp-Param-* headers
+	hc *http.Client          // the HTTP client it sends with
 
 	once sync.Once // makes the fields below, once (prepare)
 	// url is the endpoint, as it writes it; "" if it cannot: mcp-go
@@ -90,7 +91,7 @@ func init() { hotRequestSeq.Store(1 << 40) }
 
 // hotPathFor returns what s writes into the calls it takes over, or nil
 // if mcp-go writes them.
-func (c *ResilientClient) hotPathFor(tr *discoverRecorder, hc *http.Client) *hotPath {
+func (c *ResilientClient) hotPathFor(tr *streamable.Transport, hc *http.Client) *hotPath {
 	if len(c.opts.clientOptions) > 0 || c.elicitationDefaults {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	hp := s.hot
 	p := &req.Params
 	if hp == nil || !hp.prepare(c.endpoint, c.opts.headers, s) || req.Header != nil || p.Meta != nil || p.Task != nil || p.InputResponses != nil || p.RequestState != "" ||
-		hp.meta != nil && hp.levelSet.Load() || hp.tr.versions.declared.Load() != nil {
+		hp.meta != nil && hp.levelSet.Load() || hp.tr.VersionDeclared() {
 		return nil, false, nil
 	}
 	ex := wire.ExchangeOf(ctx)
@@ -182,7 +183,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		if name, ok := mcp.EncodeHeaderValue(p.Name); ok {
 			own.Set(mcp.HeaderName, name)
 		}
-		rpc, _ := hp.tr.withParamHeaders(transport.JSONRPCRequest{Method: string(mcp.MethodToolsCall), Params: json.RawMessage(params.Bytes()), Header: own}, false)
+		rpc, _ := hp.tr.WithParamHeaders(transport.JSONRPCRequest{Method: string(mcp.MethodToolsCall), Params: json.RawMessage(params.Bytes()), Header: own}, false)
 		own = rpc.Header
 	}
 	header := hp.header.Clone()

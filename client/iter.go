@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 )
 
 // IterTools returns an iterator over the server's tools that fetches pages
@@ -30,7 +31,7 @@ func (c *ResilientClient) IterTools(ctx context.Context, req mcp.ListToolsReques
 		func(ctx context.Context, mc *mcpclient.Client, cursor mcp.Cursor) ([]mcp.Tool, mcp.Cursor, error) {
 			r := req
 			r.Params.Cursor = cursor
-			res, err := listToolsByPage(ctx, mc, r)
+			res, err := streamable.ListToolsByPage(ctx, mc, r)
 			if err != nil {
 				return nil, "", err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
@@ -33,9 +34,9 @@ func (h *listingHost) Run(ctx context.Context, method string, send func(context.
 
 func (h *listingHost) ListTools(ctx context.Context, mc *mcpclient.Client, req mcp.ListToolsRequest, page bool) (*mcp.ListToolsResult, error) {
 	if page {
-		return listToolsByPage(ctx, mc, req)
+		return streamable.ListToolsByPage(ctx, mc, req)
 	}
-	return listTools(ctx, mc, req)
+	return streamable.ListTools(ctx, mc, req)
 }
 
 func (h *listingHost) Fresh(ctx context.Context) bool {

@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 )
 
 // mcpCall runs an mcp-go method as one call (do).
@@ -188,7 +189,7 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 		return listings.Get(ctx, &c.listings, c.listings.ToolsSpec(req, true))
 	}
 	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
-		return listToolsByPage(ctx, mc, req)
+		return streamable.ListToolsByPage(ctx, mc, req)
 	})
 	if err == nil {
 		c.listings.RememberTools(res.Tools, false)
@@ -216,7 +217,7 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 		return listings.Get(ctx, &c.listings, c.listings.ToolsSpec(req, false))
 	}
 	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
-		return listTools(ctx, mc, req)
+		return streamable.ListTools(ctx, mc, req)
 	})
 	if err == nil {
 		c.listings.RememberTools(res.Tools, req.Params.Cursor == "")

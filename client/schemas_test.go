@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -118,8 +120,18 @@ func sameSchema(got json.RawMessage, want string) error {
 	if got == nil {
 		return fmt.Errorf("none, want %s", want)
 	}
-	if !sameJSON(json.RawMessage(want), got) {
+	a, errA := decodeNumbers([]byte(want))
+	b, errB := decodeNumbers(got)
+	if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
 		return fmt.Errorf("%s, want %s", got, want)
 	}
 	return nil
+}
+
+// decodeNumbers decodes raw JSON with its numbers as written.
+func decodeNumbers(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	return v, dec.Decode(&v)
 }

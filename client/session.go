@@ -18,6 +18,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/health"
@@ -470,7 +471,7 @@ func (ss *sessions) probe(ctx context.Context, s *session) (policy.Verdict, erro
 //
 // In the session era, mcp-go carries server notifications on a GET stream
 // that it opens only on a transport made to listen; such sessions are opened
-// that way, also while the era is being negotiated (discoverRecorder's
+// that way, also while the era is being negotiated (streamable.Transport's
 // RequiresLegacyProtocol): one session on the first connect, not one to
 // learn the era and another to listen.
 func (ss *sessions) open(ctx context.Context) (*session, error) {
@@ -552,12 +553,11 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
 	}
-	streamable, err := transport.NewStreamableHTTP(ss.c.endpoint, topts...)
+	st, err := transport.NewStreamableHTTP(ss.c.endpoint, topts...)
 	if err != nil {
 		return nil, nil, backoff.Permanent(err)
 	}
-	tr := &discoverRecorder{StreamableHTTP: streamable, tools: &ss.c.listings}
-	tr.recording.Store(true)
+	tr := streamable.New(st, &ss.c.listings)
 	opts := ss.c.opts.clientOptions
 	if extra != nil {
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
@@ -571,12 +571,12 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 	}
 	mc.OnNotification(ss.c.onServerNotification)
 	res, err := mc.Initialize(ctx, *req)
-	discovered := tr.take()
+	discovered := tr.TakeDiscovered()
 	if err != nil {
 		// initialize was answered with a session id: the server opened
 		// a session, and what failed came after, on that session.
 		opened := policy.Session{}
-		lostID, answered := tr.openedSession()
+		lostID, answered := tr.OpenedSession()
 		if answered && lostID != "" {
 			ss.c.stats.SessionsOpened.Add(1)
 			opened = policy.Session{SessionEra: !mcp.IsModernProtocol(mc.ProtocolVersion()), Served: true}

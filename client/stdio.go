@@ -18,6 +18,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
+	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
@@ -325,7 +326,7 @@ func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRe
 		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.Limit())
 	}
 	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
-		keepSchemas(ctx, resp.Result) // as the HTTP transport does (version.go)
+		streamable.KeepSchemas(ctx, resp.Result) // as the HTTP transport does (client/internal/streamable)
 	}
 	return resp, err
 }

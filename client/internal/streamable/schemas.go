@@ -1,4 +1,4 @@
-package client
+package streamable
 
 import (
 	"bytes"
@@ -19,10 +19,10 @@ import (
 // a schema the server never published. The listings here keep the schemas
 // as the server sent them: the session's transport reads them from the
 // answer (send, version.go) into the listing's schemaSink, and restore puts
-// them back.
+// them back. The client's stdio transport reads them too (KeepSchemas).
 
-// listTools is mc.ListTools with every tool's schemas as the server sent them.
-func listTools(ctx context.Context, mc *mcpclient.Client, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+// ListTools is mc.ListTools with every tool's schemas as the server sent them.
+func ListTools(ctx context.Context, mc *mcpclient.Client, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	ctx, sink := withSchemaSink(ctx)
 	res, err := mc.ListTools(ctx, req)
 	if err == nil {
@@ -31,9 +31,9 @@ func listTools(ctx context.Context, mc *mcpclient.Client, req mcp.ListToolsReque
 	return res, err
 }
 
-// listToolsByPage is mc.ListToolsByPage with every tool's schemas as the
+// ListToolsByPage is mc.ListToolsByPage with every tool's schemas as the
 // server sent them.
-func listToolsByPage(ctx context.Context, mc *mcpclient.Client, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+func ListToolsByPage(ctx context.Context, mc *mcpclient.Client, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	ctx, sink := withSchemaSink(ctx)
 	res, err := mc.ListToolsByPage(ctx, req)
 	if err == nil {
@@ -60,9 +60,9 @@ func withSchemaSink(ctx context.Context) (context.Context, *schemaSink) {
 	return context.WithValue(ctx, schemaSinkKey{}, sink), sink
 }
 
-// keepSchemas records the schemas of a tools/list result in the sink of
+// KeepSchemas records the schemas of a tools/list result in the sink of
 // the listing ctx belongs to, if any.
-func keepSchemas(ctx context.Context, result json.RawMessage) {
+func KeepSchemas(ctx context.Context, result json.RawMessage) {
 	sink, _ := ctx.Value(schemaSinkKey{}).(*schemaSink)
 	if sink == nil {
 		return

@@ -1,4 +1,4 @@
-package client
+package streamable
 
 import (
 	"context"
@@ -27,6 +27,10 @@ type versionState struct {
 	refusal atomic.Pointer[mcp.JSONRPCErrorDetails]
 }
 
+// VersionDeclared reports whether the server took a version other than
+// the one mcp-go declared, which every request then declares instead.
+func (t *Transport) VersionDeclared() bool { return t.versions.declared.Load() != nil }
+
 // send sends a request of the session as the StreamableHTTP transport
 // does, with what mcp-go does not do of the 2026-07-28 revision:
 //
@@ -38,7 +42,7 @@ type versionState struct {
 //     (paramheaders.go);
 //   - the schemas of a tools/list answer are kept as the server sent them
 //     for the listing that asked (schemas.go).
-func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (t *Transport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	if req.Method == string(mcp.MethodInitialize) {
 		if refusal := t.versions.refusal.Load(); refusal != nil {
 			return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Error: refusal}, nil
@@ -49,7 +53,7 @@ func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCReques
 	}
 	call := req.Method == string(mcp.MethodToolsCall)
 	if call {
-		req, _ = t.withParamHeaders(req, false)
+		req, _ = t.WithParamHeaders(req, false)
 	}
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	req, resp, err = t.resendAtVersion(ctx, req, resp, err)
@@ -57,7 +61,7 @@ func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCReques
 		resp, err = t.resendWithParamHeaders(ctx, req, resp, err)
 	}
 	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
-		keepSchemas(ctx, resp.Result)
+		KeepSchemas(ctx, resp.Result)
 	}
 	return resp, err
 }
@@ -68,7 +72,7 @@ func (t *discoverRecorder) send(ctx context.Context, req transport.JSONRPCReques
 // requests declare too. A refusal that stands by a server of the stateless
 // era is kept, for the initialize mcp-go would send next. It returns the
 // request as last sent and its answer.
-func (t *discoverRecorder) resendAtVersion(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) (transport.JSONRPCRequest, *transport.JSONRPCResponse, error) {
+func (t *Transport) resendAtVersion(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) (transport.JSONRPCRequest, *transport.JSONRPCResponse, error) {
 	for resent := false; ; resent = true {
 		supported, refused := versionRefusal(resp, err)
 		if !refused {
@@ -142,4 +146,20 @@ func requestMeta(params any) (map[string]json.RawMessage, bool) {
 		return nil, false
 	}
 	return objectFields(fields["_meta"])
+}
+
+// objectFields decodes v, a value or raw JSON, as a JSON object.
+func objectFields(v any) (map[string]json.RawMessage, bool) {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, false
+		}
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return nil, false
+	}
+	return fields, true
 }

@@ -1,4 +1,4 @@
-package client
+package streamable
 
 import (
 	"bytes"
@@ -24,17 +24,17 @@ import (
 // cache, and after a refusal for the headers lists the tools and sends the
 // call again (policy.ParamHeadersRefused).
 
-// toolSource is the client's tool cache, as a session's transport sees it.
-type toolSource interface {
+// Tools is the client's tool cache, as a session's transport sees it.
+type Tools interface {
 	KnownTool(name string) (t mcp.Tool, ok, current bool)
 	LearnTools(ctx context.Context) error
 }
 
-// withParamHeaders returns req, a tools/call of the stateless era, with
+// WithParamHeaders returns req, a tools/call of the stateless era, with
 // the Mcp-Param-* headers the cached definition of its tool calls for,
 // and whether they differ from those req had. Unless replace is set, a
 // request mcp-go already gave such headers is left as it is.
-func (t *discoverRecorder) withParamHeaders(req transport.JSONRPCRequest, replace bool) (transport.JSONRPCRequest, bool) {
+func (t *Transport) WithParamHeaders(req transport.JSONRPCRequest, replace bool) (transport.JSONRPCRequest, bool) {
 	if t.tools == nil || req.Header.Get(mcp.HeaderMethod) == "" || (!replace && hasParamHeaders(req.Header)) {
 		return req, false
 	}
@@ -98,14 +98,14 @@ func annotatesHeader(props map[string]any) bool {
 // resendWithParamHeaders answers a tools/call refused for its headers, as
 // policy.ParamHeadersRefused decides: it did not run; the tools are listed
 // again, and it is sent again once if the listing calls for other headers.
-func (t *discoverRecorder) resendWithParamHeaders(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) (*transport.JSONRPCResponse, error) {
+func (t *Transport) resendWithParamHeaders(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) (*transport.JSONRPCResponse, error) {
 	if err != nil || resp == nil || resp.Error == nil || t.tools == nil || !policy.ParamHeadersRefused(resp.Error.Code, false) {
 		return resp, err
 	}
 	if t.tools.LearnTools(ctx) != nil {
 		return resp, err
 	}
-	again, changed := t.withParamHeaders(req, true)
+	again, changed := t.WithParamHeaders(req, true)
 	if !changed {
 		return resp, err
 	}
