@@ -152,7 +152,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 	hp := s.hot
 	p := &req.Params
 	if hp == nil || !hp.prepare(c.endpoint, c.opts.headers, s) || req.Header != nil || p.Meta != nil || p.Task != nil || p.InputResponses != nil || p.RequestState != "" ||
-		hp.meta != nil && hp.levelSet.Load() || hp.tr.VersionDeclared() {
+		hp.meta != nil && hp.levelSet.Load() || hp.tr.DeclaresVersion() {
 		return nil, false, nil
 	}
 	ex := wire.ExchangeOf(ctx)

@@ -27,9 +27,10 @@ type versionState struct {
 	refusal atomic.Pointer[mcp.JSONRPCErrorDetails]
 }
 
-// VersionDeclared reports whether the server took a version other than
-// the one mcp-go declared, which every request then declares instead.
-func (t *Transport) VersionDeclared() bool { return t.versions.declared.Load() != nil }
+// DeclaresVersion reports whether the transport declares a protocol
+// version of its own in place of mcp-go's: the server refused mcp-go's and
+// took another, which every later request declares instead.
+func (t *Transport) DeclaresVersion() bool { return t.versions.declared.Load() != nil }
 
 // send sends a request of the session as the StreamableHTTP transport
 // does, with what mcp-go does not do of the 2026-07-28 revision:
