@@ -30,6 +30,13 @@ type Tools interface {
 	LearnTools(ctx context.Context) error
 }
 
+// DeclaresVersion reports whether the transport declares a protocol
+// version of its own in place of mcp-go's: the server refused mcp-go's and
+// took another (version.go), which every later request declares instead.
+// It is here, beside WithParamHeaders, because the hot path
+// (client/internal/hotpath) asks both of every tools/call it writes itself.
+func (t *Transport) DeclaresVersion() bool { return t.versions.declared.Load() != nil }
+
 // WithParamHeaders returns req, a tools/call of the stateless era, with
 // the Mcp-Param-* headers the cached definition of its tool calls for,
 // and whether they differ from those req had. Unless replace is set, a

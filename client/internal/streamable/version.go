@@ -27,11 +27,6 @@ type versionState struct {
 	refusal atomic.Pointer[mcp.JSONRPCErrorDetails]
 }
 
-// DeclaresVersion reports whether the transport declares a protocol
-// version of its own in place of mcp-go's: the server refused mcp-go's and
-// took another, which every later request declares instead.
-func (t *Transport) DeclaresVersion() bool { return t.versions.declared.Load() != nil }
-
 // send sends a request of the session as the StreamableHTTP transport
 // does, with what mcp-go does not do of the 2026-07-28 revision:
 //
