@@ -17,6 +17,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/progress"
+	"github.com/resilientmcp/resilientmcp/client/internal/tasks"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
@@ -64,6 +65,7 @@ type ResilientClient struct {
 	progress atomic.Pointer[progress.Registry] // calls followed by their progress, by token; made by the first (progressCalls)
 	brk      atomic.Pointer[breaker]           // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
+	tasks       *tasks.Calls     // tool calls made tasks, and the TaskStore of their ids (client/internal/tasks)
 	tools       toolCache        // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials wire.Credentials // the credential last sent, keying private answers (listings.go); the HTTP chain's
 
@@ -74,7 +76,7 @@ type ResilientClient struct {
 	// to background. background counts the listings of tools (fetchTools),
 	// the listing store's writer (storeWriter), and, through goBackground,
 	// the notifications/cancelled of an abandoned request (tellCancelled)
-	// and the tasks/cancel of an abandoned task (taskAbandoned). None
+	// and the tasks/cancel of an abandoned task (tasks.Calls). None
 	// starts once Close has set closed: the first two add to background
 	// under toolCache.mu, goBackground under backgroundMu, and Close takes
 	// each lock once, as a barrier, before it waits.
@@ -226,9 +228,6 @@ func (c *ResilientClient) init(target string) {
 	if o.retryBudget == nil {
 		o.retryBudget = retry.DefaultBudget()
 	}
-	if o.taskStore == nil {
-		o.taskStore = newMemoryTaskStore()
-	}
 	if o.listings.store != nil {
 		c.storeWriter = &storeWriter{}
 	}
@@ -238,6 +237,7 @@ func (c *ResilientClient) init(target string) {
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(c.poolConfig(target))
+	c.tasks = tasks.New((*taskHost)(c), o.taskStore, c.endpoint, c.log)
 }
 
 // poolConfig is the configuration of the client's pool of sessions: how

@@ -37,8 +37,8 @@
 //	                  path's RoundTrippers in order (tracker and guard, token,
 //	                  credentials, observers, resend, transport)
 //
-// CallTool decides plain or task once, before the call (taskcall.go's
-// toolCallForm, policy.CallAs).
+// CallTool decides plain or task once, before the call (tasks.Calls.Form
+// in client/internal/tasks, policy.CallAs).
 //
 // And around it:
 //
@@ -53,8 +53,9 @@
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
 //	listings*.go    the cache of listings and reads, and its store; tools.go
-//	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
-//	                taskstore.go: the ids of tasks not yet delivered;
+//	tasks.go        the tasks API, PendingTasks, ResumeTask; a tools/call
+//	                made a task, and the ids of tasks not yet delivered, are
+//	                client/internal/tasks, which taskcall.go serves (taskHost);
 //	                the stores' types and file stores are client/store
 //	progress.go     which calls progress governs, notifications/cancelled;
 //	                a call's progress itself is client/internal/progress
