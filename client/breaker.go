@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
@@ -58,7 +59,7 @@ func (c *ResilientClient) outage() *breaker {
 // changed tells the state notifier (and through it the log and the
 // observers) that the breaker opened or closed; under mu.
 func (b *breaker) changed(open bool, since time.Time) {
-	b.c.notifier.push(stateEvent{breaker: &BreakerState{Open: open, OutageSince: since}})
+	b.c.notifier.push(stateEvent{breaker: &observe.BreakerState{Open: open, OutageSince: since}})
 }
 
 // failed is told of a failure that counts as an outage, at a moment when

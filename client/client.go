@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/progress"
 	"github.com/resilientmcp/resilientmcp/client/internal/tasks"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
@@ -36,8 +37,8 @@ type ResilientClient struct {
 	httpClient   *http.Client
 	ownTransport *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
 	log          *slog.Logger
-	oauth        *auth.OAuth // WithOAuth's token source, nil without
-	obs          *observers  // WithObserver's, nil without
+	oauth        *auth.OAuth    // WithOAuth's token source, nil without
+	obs          *observers.Set // WithObserver's, nil without
 
 	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
 
@@ -100,7 +101,7 @@ type ResilientClient struct {
 	// dispatcher.mu (notifications), toolCache.mu, backgroundMu,
 	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
-	// a call trace's (observe.go),
+	// a call trace's (observers.Trace's),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
 	// handed to net/http, and taken exclusively only by TryLock, so it
 	// never waits on one), and the health monitor's, the retry budget's and
@@ -113,7 +114,7 @@ type ResilientClient struct {
 	state    atomic.Int32  // State, as last computed
 	members  []memberState // by pool member
 	notifier stateNotifier
-	stats    counters
+	stats    observers.Counters
 }
 
 var _ mcpclient.MCPClient = (*ResilientClient)(nil)
@@ -148,7 +149,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: newObservers(o.observing, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: observers.New(o.observing, u, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
 	if err := c.configureTransport(u); err != nil {
 		return nil, err
@@ -182,14 +183,14 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	chain := wire.Chain{
 		Transport: base.Transport,
 		Own:       c.ownTransport != nil,
-		Observer:  c.obs.layer(),
+		Observer:  c.obs.Layer(),
 		Token: func(next http.RoundTripper) http.RoundTripper {
 			if layer := c.authLayer(next, u); layer != nil {
 				return layer
 			}
 			return next
 		},
-		Limit: o.maxResponseBytes, Log: o.logger, WrongAnswers: &c.stats.wrongAnswers,
+		Limit: o.maxResponseBytes, Log: o.logger, WrongAnswers: &c.stats.WrongAnswers,
 		Headers: o.headers, // on every request, the session's DELETE at Close too
 	}
 	if !o.listingCacheOff {
@@ -233,7 +234,7 @@ func (c *ResilientClient) init(target string) {
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(o.callTimeout)
-	c.obs.share(c.deadlines)
+	c.obs.Share(c.deadlines.get)
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(c.poolConfig(target))
@@ -273,7 +274,7 @@ func (c *ResilientClient) poolConfig(target string) pool.Config[*session] {
 				return // said once (affinity.go)
 			}
 			c.log.Warn("dial failed", "endpoint", target, "member", member, "err", err, "retry_in", next)
-			c.obs.dialFailed(err, next)
+			c.obs.DialFailed(err, next)
 			c.noteOutcome(dialVerdict(err, c.closed.Load()))
 		},
 	}

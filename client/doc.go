@@ -61,7 +61,9 @@
 //	                a call's progress itself is client/internal/progress
 //	elicitation.go  the defaults of elicitation forms
 //	notify.go       the server's notifications; eventstream.go, listen.go
-//	observe*.go     the observers; observer.go, and their types in client/observe
+//	observer.go     WithObserver; the observers, their call traces and the
+//	                counters are client/internal/observers, their types
+//	                client/observe
 //	parity.go       the methods of mcp-go's *client.Client; iter.go
 //	oauth.go        authorization; cookies.go, paramheaders.go, schemas.go,
 //	                deadline.go: what the rest holds, each file says first

@@ -70,14 +70,14 @@ func (c *ResilientClient) watch(s *session) {
 			return err
 		},
 		OnProbe: func(err error, failures int) {
-			c.stats.probes.Add(1)
-			c.obs.probed(s, err)
+			c.stats.Probes.Add(1)
+			c.obs.Probed(s, err)
 			if busy := new(health.BusyError); errors.As(err, &busy) {
 				c.log.Info("probe: the server is busy; session kept", "retry_after", busy.After)
 				return
 			}
 			if err != nil {
-				c.stats.probeFailures.Add(1)
+				c.stats.ProbeFailures.Add(1)
 				c.log.Warn("probe failed", "failures", failures, "err", err)
 			}
 			c.setDegraded(s, failures > 0)
@@ -96,7 +96,7 @@ func (c *ResilientClient) watch(s *session) {
 // the call in flight and leaves the connection to it; so does the probe of
 // an idle session of a pool whose other sessions are busy.
 func (c *ResilientClient) dropIdleConnections() {
-	if c.ownTransport != nil && !c.opts.keepIdleConn && c.stats.inFlight.Load() == 0 {
+	if c.ownTransport != nil && !c.opts.keepIdleConn && c.stats.InFlight.Load() == 0 {
 		c.ownTransport.Renew()
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/observe"
+	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
 // Listings and reads, cached as the server says and served stale on error
@@ -70,9 +72,9 @@ const listingStoreRefresh = time.Minute
 
 // listingOptions are the options of the cache.
 type listingOptions struct {
-	maxStale      time.Duration // for listings; used if options.maxStaleSet, else DefaultMaxStale
-	maxStaleReads time.Duration // for resources/read; 0: never
-	store         ListingStore  // nil: memory only
+	maxStale      time.Duration      // for listings; used if options.maxStaleSet, else DefaultMaxStale
+	maxStaleReads time.Duration      // for resources/read; 0: never
+	store         store.ListingStore // nil: memory only
 	// WithListingCache(false) and whether WithMaxStale was given are
 	// options.listingCacheOff and options.maxStaleSet, beside its other
 	// flags: here they would cost every client 8 B of padding.
@@ -141,9 +143,9 @@ func WithMaxStaleReads(d time.Duration) Option {
 // WithListingStore keeps the last good listings and reads in s too, so
 // that an agent restarted while the server is away still lists what it
 // offers (marked stale). Default none: the client's memory only.
-// NewFileListingStore keeps them in a directory (one machine),
+// store.NewFileListingStore keeps them in a directory (one machine),
 // auth/redisstore's NewListingStore in Redis (every replica).
-func WithListingStore(s ListingStore) Option {
+func WithListingStore(s store.ListingStore) Option {
 	return optionFunc(func(o *options) {
 		if s == nil {
 			o.invalidf("WithListingStore(nil)")
@@ -369,7 +371,7 @@ func cached[T any](ctx context.Context, c *ResilientClient, sp *listingSpec[T]) 
 			return err
 		}
 		out = res
-		c.obs.fromCache(ctx, true)
+		c.obs.FromCache(ctx, true)
 		return nil
 	})
 	return out, err
@@ -540,7 +542,7 @@ func staleAnswer[T any](ctx context.Context, c *ResilientClient, sp *listingSpec
 	age := max(now.Sub(e.fetched), 0)
 	res = sp.clone(res)
 	mark(sp.meta(res), staleMark{AgeMs: age.Milliseconds(), FetchedAt: e.fetched})
-	c.stats.staleAnswers.Add(1)
+	c.stats.StaleAnswers.Add(1)
 	if logIt {
 		c.log.Warn("the server cannot answer; serving the last good listings, marked stale, until it can",
 			"method", sp.method, "age", age.Round(time.Millisecond), "err", describe(err))
@@ -611,14 +613,14 @@ func (c *ResilientClient) invalidateListings(n mcp.JSONRPCNotification) {
 // fresh any more (tools/list's answer is replaced by refreshTools'), and a
 // server whose identity changed makes every answer kept another server's:
 // they are dropped, and not served stale.
-func (c *ResilientClient) listingsOpened(s *session, reason OpenReason) {
+func (c *ResilientClient) listingsOpened(s *session, reason observe.OpenReason) {
 	if c.opts.listingCacheOff {
 		return // refreshTools sees to the replay decision's tools, as it always did
 	}
 	c.tools.mu.Lock()
 	l := &c.tools.listings
 	changed := c.serverSeenLocked(serverIdentity(s))
-	if reason == OpenReinitialize || reason == OpenRequested {
+	if reason == observe.OpenReinitialize || reason == observe.OpenRequested {
 		// Tools are not counted here: refreshTools lists them again on
 		// every new session, for the replay decision and ListTools at
 		// once, and until it has, the last listing serves both.

@@ -11,16 +11,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
-// StoredListing is the last good answer to a listing or a read, as a
-// ListingStore keeps it: store.StoredListing.
-type StoredListing = store.StoredListing
-
-// ListingStore keeps the last good answers to listings and reads
-// (WithListingStore): store.ListingStore, which says what the client
-// expects of one.
-type ListingStore = store.ListingStore
-
-// storeKey is StoredListing.Key.
+// storeKey is store.StoredListing.Key.
 func storeKey(endpoint string, k listingKey, principal string) string {
 	h := sha256.New()
 	for _, s := range []string{endpoint, k.method, fmt.Sprint(k.page), k.arg, principal} {
@@ -34,8 +25,7 @@ func storeKey(endpoint string, k listingKey, principal string) string {
 // answer changed or was last written a while ago: in the background
 // (storeWriter), so that a slow store never holds the answer in hand.
 func (c *ResilientClient) putListing(k listingKey, e *listingEntry) {
-	store := c.opts.listings.store
-	if store == nil {
+	if c.opts.listings.store == nil {
 		return
 	}
 	raw, err := json.Marshal(e.value)
@@ -53,7 +43,7 @@ func (c *ResilientClient) putListing(k listingKey, e *listingEntry) {
 	if !due {
 		return
 	}
-	sl := StoredListing{
+	sl := store.StoredListing{
 		Key: storeKey(c.endpoint, k, e.principal), Endpoint: c.endpoint, Method: k.method, Page: k.page, Arg: k.arg,
 		Principal: e.principal, Server: e.server, Fetched: e.fetched, Result: raw,
 	}
@@ -72,15 +62,15 @@ func (c *ResilientClient) putListing(k listingKey, e *listingEntry) {
 // exits keeps what it listed). Safe for concurrent use.
 type storeWriter struct {
 	mu      sync.Mutex // before toolCache.mu (put checks closed under it), else a leaf
-	pending map[string]StoredListing
+	pending map[string]store.StoredListing
 	running bool // a goroutine drains pending
 }
 
-func (w *storeWriter) put(c *ResilientClient, l StoredListing) {
+func (w *storeWriter) put(c *ResilientClient, l store.StoredListing) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
-		w.pending = map[string]StoredListing{}
+		w.pending = map[string]store.StoredListing{}
 	}
 	w.pending[l.Key] = l
 	if w.running {
@@ -105,7 +95,7 @@ func (w *storeWriter) drain(c *ResilientClient) {
 	defer c.background.Done()
 	for {
 		w.mu.Lock()
-		var next StoredListing
+		var next store.StoredListing
 		found := false
 		for k, l := range w.pending {
 			next, found = l, true
@@ -140,7 +130,7 @@ func (w *storeWriter) drain(c *ResilientClient) {
 
 // superseded: l is the answer of a server the client has since found
 // replaced by another.
-func (w *storeWriter) superseded(c *ResilientClient, l StoredListing) bool {
+func (w *storeWriter) superseded(c *ResilientClient, l store.StoredListing) bool {
 	c.tools.mu.Lock()
 	defer c.tools.mu.Unlock()
 	return l.Server != "" && c.tools.listings.server != "" && l.Server != c.tools.listings.server
@@ -198,9 +188,3 @@ func (c *ResilientClient) readListingStore(ctx context.Context) {
 		}
 	}
 }
-
-// NewFileListingStore returns a ListingStore in dir, created (0700) if
-// need be: one machine, surviving restarts of the agent. It is
-// store.NewFileListingStore, which says how it keeps them; safe for
-// concurrent use by any number of goroutines and processes of the machine.
-func NewFileListingStore(dir string) (ListingStore, error) { return store.NewFileListingStore(dir) }

@@ -108,7 +108,7 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 // server asks for midway (2026-07-28's multi round-trip requests) is given
 // by the handlers of WithClientOptions, as with mcp-go.
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	ctx = c.obs.resource(ctx, req.Params.URI)
+	ctx = c.obs.Resource(ctx, req.Params.URI)
 	if !c.opts.listingCacheOff {
 		return cached(ctx, c, readSpec(req))
 	}
@@ -122,7 +122,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 // across reconnects. In the stateless era it is a filter on the
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
-	ctx = c.obs.resource(ctx, req.Params.URI)
+	ctx = c.obs.Resource(ctx, req.Params.URI)
 	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), "", func(ctx context.Context, s *session) error {
 		//lint:ignore SA1019 resources/subscribe is how the session era subscribes; mcp-go turns it into a listen filter in the stateless era
 		if err := s.mc.Subscribe(ctx, req); err != nil {
@@ -137,7 +137,7 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 
 // Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
-	ctx = c.obs.resource(ctx, req.Params.URI)
+	ctx = c.obs.Resource(ctx, req.Params.URI)
 	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), "", func(ctx context.Context, s *session) error {
 		//lint:ignore SA1019 the counterpart of Subscribe, in both eras
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
@@ -174,7 +174,7 @@ func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRe
 // GetPrompt renders a prompt with req's arguments. Safe to repeat, as
 // ReadResource is.
 func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	ctx = c.obs.prompt(ctx, req.Params.Name)
+	ctx = c.obs.Prompt(ctx, req.Params.Name)
 	return mcpCall(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
 		return mc.GetPrompt(ctx, req)
 	})
@@ -260,10 +260,30 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 		if err != nil {
 			res = nil
 		}
-		c.obs.toolResult(ctx, res)
+		c.obs.ToolResult(ctx, res)
 		return err
 	})
 	return res, err
+}
+
+// AsTask and ToolSupport are what tasks.Calls.Form asks of the client on
+// every tools/call, plain or task (taskcall.go has the rest of taskHost):
+// here, beside CallTool, so that a plain call runs no code of taskcall.go.
+func (h *taskHost) AsTask(ctx context.Context) bool {
+	o := callOptionsOf(ctx)
+	return h.opts.taskCalls || o != nil && o.asTask
+}
+
+// ToolSupport reads the one field it needs of the cached tool, on every
+// tools/call, rather than a copy of the tool.
+func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
+	h.tools.mu.Lock()
+	defer h.tools.mu.Unlock()
+	e := h.tools.tools[name].Execution
+	if e == nil {
+		return "", h.tools.tools != nil
+	}
+	return e.TaskSupport, true
 }
 
 // SetLevel sets the level of log messages the server sends. The level is

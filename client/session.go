@@ -14,10 +14,12 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/health"
 )
 
@@ -35,7 +37,7 @@ type session struct {
 	member     int                            // the pool member it serves as
 	serial     uint64                         // the order it went into service in; see dial
 	lost       atomic.Bool                    // OnConnectionLost was told of its loss
-	loss       atomic.Pointer[lostError]      // why it was taken out of service, for the observers
+	loss       observers.Lost                 // why it was taken out of service, for the observers
 	opened     time.Time                      // when it was initialized
 	// served: the server has answered a request carrying the session's
 	// id, so it accepted the id; a 400 to it later means the server lost
@@ -148,13 +150,13 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 	// The pool dials again and again for one loss while the server is
 	// away; the loss is news only the first time.
 	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
-		c.obs.sessionLost(prev, cause)
+		c.obs.SessionLost(prev, cause)
 		c.notifyConnectionLost(cause)
 		kind := policy.LossUnhealthy
 		if lost := new(lostError); errors.As(cause, &lost) {
 			kind = lost.kind
 		}
-		c.stats.lost(kind)
+		c.stats.Lost(kind)
 		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
 		if verdict := c.noteLossForAffinity(member, young, cause); verdict != nil {
 			// Not opening another: the deployment's sessions expire as
@@ -212,13 +214,7 @@ func (c *ResilientClient) current() *session {
 
 // closeSession is the pool's Release: it ends s.
 func (c *ResilientClient) closeSession(s *session) {
-	if o := c.obs; o != nil {
-		ev := SessionClosed{Session: s.mc.GetSessionId(), ProtocolVersion: s.version, Duration: time.Since(s.opened)}
-		if lost := s.loss.Load(); lost != nil {
-			ev.Lost, ev.Cause = lossReason(lost.kind), lost.err
-		}
-		o.event(ev)
-	}
+	c.obs.SessionClosed(s, s.opened)
 	s.close()
 }
 
@@ -248,7 +244,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		err := c.checkSession(ctx, prev)
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
-			c.obs.sessionOpened(prev, prev, nil)
+			c.obs.SessionOpened(prev, observe.OpenKept)
 			c.refreshTools(ctx, prev)
 			if prev.health().Unhealthy() {
 				c.watch(prev) // its prober gave up while the server was away
@@ -279,8 +275,8 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		s, err = c.openFallingBack(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
-		c.obs.lostInHandshake(hl, openReason(prev, lost))
-		c.stats.lost(policy.LossExpired)
+		c.obs.LostInHandshake(hl.session, hl.version, hl.err, openReason(prev, lost))
+		c.stats.Lost(policy.LossExpired)
 		if verdict := c.noteLossForAffinity(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
 			return nil, backoff.Permanent(verdict)
 		}
@@ -296,13 +292,13 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	switch {
 	case prev == nil || lost == nil || lost.kind == policy.LossRequested:
 	case lost.kind == policy.LossExpired:
-		c.stats.reinitializations.Add(1)
+		c.stats.Reinitializations.Add(1)
 		c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
 	default:
-		c.stats.redials.Add(1)
+		c.stats.Redials.Add(1)
 		c.log.Info("session redialed", "cause", lost.err, "version", s.version)
 	}
-	c.obs.sessionOpened(s, prev, lost)
+	c.obs.SessionOpened(s, openReason(prev, lost))
 	c.noteServerChange(prev, s)
 	c.listingsOpened(s, openReason(prev, lost))
 	c.refreshTools(ctx, s)
@@ -451,7 +447,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened := policy.Session{}
 		lostID, answered := tr.openedSession()
 		if answered && lostID != "" {
-			c.stats.sessionsOpened.Add(1)
+			c.stats.SessionsOpened.Add(1)
 			opened = policy.Session{SessionEra: !mcp.IsModernProtocol(mc.ProtocolVersion()), Served: true}
 		}
 		lostVersion := mc.ProtocolVersion()
@@ -477,7 +473,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		}
 		return nil, nil, err
 	}
-	c.stats.sessionsOpened.Add(1)
+	c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{
 		mc:         mc,
@@ -489,7 +485,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened:     time.Now(),
 	}
 	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
-	s.hot = c.hotPathFor(s, tr, hc)
+	s.hot = c.hotPathFor(tr, hc)
 	watch.session.Store(s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only

@@ -112,7 +112,7 @@ func (c *ResilientClient) openSSE(ctx context.Context, req *mcp.InitializeReques
 	}
 	tr := sse.New(sse.Config{
 		URL: u, Client: hc, Headers: c.opts.headers, HeaderFunc: c.opts.headerFunc,
-		Limit: c.opts.maxResponseBytes, Log: c.log, Unmatched: &c.stats.wrongAnswers,
+		Limit: c.opts.maxResponseBytes, Log: c.log, Unmatched: &c.stats.WrongAnswers,
 	})
 	// The 2024-11-05 handshake, initialize, without the server/discover of
 	// the stateless era, which an HTTP+SSE server cannot speak.
@@ -133,7 +133,7 @@ func (c *ResilientClient) openSSE(ctx context.Context, req *mcp.InitializeReques
 		}
 		return nil, err
 	}
-	c.stats.sessionsOpened.Add(1)
+	c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now()}
 	// Notifications come on the session's stream, always.

@@ -5,13 +5,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
 // State is the connectivity of a ResilientClient, after grpc-go's
 // connectivity states: observe.State, declared there with its states for
-// the observers' SessionState.
+// the observers' observe.SessionState.
 type State = observe.State
 
 // The states, under client's names: observe's.
@@ -68,7 +69,7 @@ func rank(s State) int {
 type stateNotifier struct {
 	handler   func(from, to State) // may be nil
 	log       *slog.Logger
-	observers *observers // told of each member's transitions; may be nil
+	observers *observers.Set // told of each member's transitions; may be nil
 
 	mu      sync.Mutex // innermost of the client's locks
 	lost    []func(error)
@@ -84,7 +85,7 @@ type stateEvent struct {
 	from, to State
 	lost     error
 	member   bool
-	breaker  *BreakerState
+	breaker  *observe.BreakerState
 }
 
 func (n *stateNotifier) notify(from, to State) {
@@ -141,7 +142,7 @@ func (n *stateNotifier) drain(done chan struct{}) {
 			continue
 		}
 		if e.member {
-			n.observers.memberChanged(e.from, e.to)
+			n.observers.MemberChanged(e.from, e.to)
 			continue
 		}
 		if b := e.breaker; b != nil {
@@ -150,7 +151,7 @@ func (n *stateNotifier) drain(done chan struct{}) {
 			} else {
 				n.log.Info("circuit breaker closed: a session is back", "outage", time.Since(b.OutageSince).Round(time.Millisecond))
 			}
-			n.observers.breakerChanged(*b)
+			n.observers.BreakerChanged(*b)
 			continue
 		}
 		n.log.Debug("state", "from", e.from, "to", e.to)

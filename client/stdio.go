@@ -18,9 +18,11 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
@@ -99,10 +101,7 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
 	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger, notifications: newDispatcher(),
-		obs: newObservers(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)})}
-	if c.obs != nil {
-		c.obs.server.Port = 0
-	}
+		obs: observers.New(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)}, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
 	c.stdio = &stdioSupervisor{
 		spec: stdio.Spec{Command: command, Args: args, Env: stdioEnv(os.Environ(), so.env), Dir: so.dir, StopTimeout: so.stopTimeout},
@@ -271,7 +270,7 @@ type stdioSupervisor struct {
 	opts     stdioOptions
 	restarts atomic.Uint64
 	skipped  atomic.Uint64 // stdout lines that were not JSON-RPC
-	lastExit atomic.Pointer[ProcessExit]
+	lastExit atomic.Pointer[observe.ProcessExit]
 
 	mu    sync.Mutex
 	slots []stdioSlot // by pool member
@@ -340,7 +339,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	if restart {
 		sup.restarts.Add(1)
 	}
-	c.obs.processEvent(ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
+	c.obs.Process(observe.ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
 	c.log.Info("server process started", "command", sup.spec.Command, "pid", p.PID(), "member", member, "restart", restart)
 
 	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, c.opts.clientOptions...)
@@ -367,7 +366,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 		}
 		return fail(err)
 	}
-	c.stats.sessionsOpened.Add(1)
+	c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: p}
 	// Notifications come on stdout, always: no event stream to open.
@@ -390,7 +389,7 @@ func (c *ResilientClient) armIdleStop() {
 	}
 	sup.idleMu.Lock()
 	defer sup.idleMu.Unlock()
-	sup.idleCalls = c.stats.calls.Load()
+	sup.idleCalls = c.stats.Calls.Load()
 	if sup.idleTimer == nil {
 		sup.idleTimer = time.AfterFunc(d, c.checkIdle)
 	} else {
@@ -411,8 +410,8 @@ func (c *ResilientClient) checkIdle() {
 	listening := len(c.listens.filters) > 0
 	c.listens.mu.Unlock()
 	sup.idleMu.Lock()
-	calls := c.stats.calls.Load()
-	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || len(subs) > 0 || listening
+	calls := c.stats.Calls.Load()
+	busy := calls != sup.idleCalls || c.stats.InFlight.Load() > 0 || len(subs) > 0 || listening
 	sup.idleCalls = calls
 	if busy {
 		sup.idleTimer.Reset(sup.opts.idleStop)
@@ -529,7 +528,7 @@ func (c *ResilientClient) processEnded(member int, p *stdio.Process) {
 		slot.steps = nil
 	}
 	c.stdio.mu.Unlock()
-	c.obs.processEvent(ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
+	c.obs.Process(observe.ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
 }
 
 func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
@@ -561,13 +560,6 @@ func (c *ResilientClient) crashLoopFailFast() error {
 		last = e
 	}
 	return &failedFast{why: why, last: last}
-}
-
-// processEvent tells the observers of a stdio server's process.
-func (o *observers) processEvent(ev Event) {
-	if o != nil {
-		o.event(ev)
-	}
 }
 
 // stdioStats fills in what Stats says of a stdio client's processes.

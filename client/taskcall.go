@@ -73,29 +73,13 @@ func taskOptions(ctx context.Context, creating bool) context.Context {
 }
 
 // taskHost is the client as the task room sees it (tasks.Host): the same
-// struct, so that handing it over allocates nothing.
+// struct, so that handing it over allocates nothing. What every tools/call
+// asks of it (AsTask, ToolSupport) is in methods.go, beside CallTool.
 type taskHost ResilientClient
 
 var _ tasks.Host = (*taskHost)(nil)
 
 func (h *taskHost) client() *ResilientClient { return (*ResilientClient)(h) }
-
-func (h *taskHost) AsTask(ctx context.Context) bool {
-	o := callOptionsOf(ctx)
-	return h.opts.taskCalls || o != nil && o.asTask
-}
-
-// ToolSupport reads the one field it needs of the cached tool, on every
-// tools/call, rather than a copy of the tool.
-func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
-	h.tools.mu.Lock()
-	defer h.tools.mu.Unlock()
-	e := h.tools.tools[name].Execution
-	if e == nil {
-		return "", h.tools.tools != nil
-	}
-	return e.TaskSupport, true
-}
 
 func (h *taskHost) LearnTools(ctx context.Context) error { return h.client().learnTools(ctx) }
 

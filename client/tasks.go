@@ -51,7 +51,7 @@ func (c *ResilientClient) ResumeTask(ctx context.Context, id string) (*mcp.CallT
 		if res, err = c.tasks.Run(ctx, nil, t); err != nil {
 			res = nil
 		}
-		c.obs.toolResult(ctx, res)
+		c.obs.ToolResult(ctx, res)
 		return err
 	})
 	return res, err
