@@ -25,7 +25,7 @@ import (
 //
 // A nil body is a call the listing cache answers: it is not deposited
 // into the retry budget, which grows with the calls that reach the
-// pipeline (callRun), not with those the cache answers (listings.go).
+// pipeline (callRun), not with those the cache answers (listings.Get).
 // body's context is the one the observers gave the call: its result is
 // told them there (toolResult).
 func (c *ResilientClient) call(ctx context.Context, method, tool string, body func(context.Context) error) error {
@@ -276,10 +276,10 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 		// The replay decision does not rest on annotations from before
 		// the loss: the tools are listed again (once, for every call
 		// that needs them).
-		c.doubtTools(r.sent)
+		c.listings.DoubtTools(r.sent)
 	}
 	safe := func() bool {
-		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
+		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.listings.ToolSafe(ctx, tool) })
 	}
 	a := tries.After(v, safe, r.deadline)
 	if a.Discard != policy.NoLoss {

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/progress"
 	"github.com/resilientmcp/resilientmcp/client/internal/tasks"
@@ -67,20 +68,19 @@ type ResilientClient struct {
 	brk      atomic.Pointer[breaker]           // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	tasks       *tasks.Calls     // tool calls made tasks, and the TaskStore of their ids (client/internal/tasks)
-	tools       toolCache        // the server's tools, for the replay decision, and the cache of listings (listings.go)
-	credentials wire.Credentials // the credential last sent, keying private answers (listings.go); the HTTP chain's
+	listings    listings.Cache   // the server's tools, for the replay decision, and the cache of listings and reads (listinghost.go)
+	credentials wire.Credentials // the credential last sent, keying private answers (listings.Cache); the HTTP chain's
 
-	storeWriter *storeWriter   // writes to WithListingStore's store (listingstore.go); nil without one
-	background  sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
+	background sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
 
 	// backgroundMu is goBackground's, held while it checks closed and adds
-	// to background. background counts the listings of tools (fetchTools),
-	// the listing store's writer (storeWriter), and, through goBackground,
-	// the notifications/cancelled of an abandoned request (tellCancelled)
-	// and the tasks/cancel of an abandoned task (tasks.Calls). None
-	// starts once Close has set closed: the first two add to background
-	// under toolCache.mu, goBackground under backgroundMu, and Close takes
-	// each lock once, as a barrier, before it waits.
+	// to background. background counts the listings of tools and the
+	// listing store's writer (listings.Cache, through the host's
+	// StartBackground), and, through goBackground, the
+	// notifications/cancelled of an abandoned request (tellCancelled) and
+	// the tasks/cancel of an abandoned task (tasks.Calls). None starts
+	// once Close has set closed: each adds to background under
+	// backgroundMu, and Close takes it once, as a barrier, before it waits.
 	backgroundMu sync.Mutex
 
 	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
@@ -95,10 +95,11 @@ type ResilientClient struct {
 	//     notifier.mu (the breaker's openings and closings, in order);
 	//   - session.listenMu → memory.mu, then listens.mu (taken one after
 	//     the other, never together);
-	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
+	//   - the listing store writer's mu → backgroundMu (the Close barrier,
+	//     listings.Cache).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
-	// dispatcher.mu (notifications), toolCache.mu, backgroundMu,
+	// dispatcher.mu (notifications), listings.Cache.mu, backgroundMu,
 	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
 	// a call trace's (observers.Trace's),
@@ -195,7 +196,7 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	}
 	if !o.listingCacheOff {
 		// The credential each request went out with keys the private
-		// answers it brings (listings.go).
+		// answers it brings (listings.Cache).
 		chain.Credentials = &c.credentials
 	}
 	hc := *base
@@ -229,9 +230,7 @@ func (c *ResilientClient) init(target string) {
 	if o.retryBudget == nil {
 		o.retryBudget = retry.DefaultBudget()
 	}
-	if o.listings.store != nil {
-		c.storeWriter = &storeWriter{}
-	}
+	c.listings.Init((*listingHost)(c))
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.Share(c.deadlines.get)
@@ -352,10 +351,7 @@ func (c *ResilientClient) Close() error {
 		c.brk.Load().stop()
 		c.deadlines.close()
 		// Nothing of the client's own starts once closed is seen under
-		// these two locks (see backgroundMu): a barrier each, then the wait.
-		c.tools.mu.Lock()
-		//lint:ignore SA2001 an empty critical section: a barrier
-		c.tools.mu.Unlock()
+		// this lock (see backgroundMu): a barrier, then the wait.
 		c.backgroundMu.Lock()
 		//lint:ignore SA2001 an empty critical section: a barrier
 		c.backgroundMu.Unlock()
@@ -426,10 +422,8 @@ func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) 
 // onServerNotification receives every session's notifications, on its
 // reader: it must not block.
 func (c *ResilientClient) onServerNotification(n mcp.JSONRPCNotification) {
-	c.invalidateListings(n)
+	c.listings.Notified(n)
 	switch n.Method {
-	case mcp.MethodNotificationToolsListChanged:
-		c.markToolsStale()
 	case string(mcp.MethodNotificationProgress):
 		if !c.onProgress(n) {
 			c.notifications.dropped.Add(1)

@@ -52,7 +52,10 @@
 //	                the process itself is client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
-//	listings*.go    the cache of listings and reads, and its store; tools.go
+//	listings.go     the options of the cache of listings and reads, Stale;
+//	                the cache itself, its store writer and the tools the
+//	                replay decision reads are client/internal/listings,
+//	                which listinghost.go joins to the client
 //	tasks.go        the tasks API, PendingTasks, ResumeTask; a tools/call
 //	                made a task, and the ids of tasks not yet delivered, are
 //	                client/internal/tasks, which taskcall.go serves (taskHost);

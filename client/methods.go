@@ -5,6 +5,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
@@ -62,7 +63,7 @@ func (c *ResilientClient) Ping(ctx context.Context) error {
 // fix.
 func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, resourcesSpec(req, true))
+		return listings.Get(ctx, &c.listings, listings.ResourcesSpec(req, true))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResourcesByPage(ctx, req)
@@ -74,7 +75,7 @@ func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListR
 // page.
 func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, resourcesSpec(req, false))
+		return listings.Get(ctx, &c.listings, listings.ResourcesSpec(req, false))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResources(ctx, req)
@@ -85,7 +86,7 @@ func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourc
 // templates, from req's cursor. Safe to repeat.
 func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, templatesSpec(req, true))
+		return listings.Get(ctx, &c.listings, listings.TemplatesSpec(req, true))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplatesByPage(ctx, req)
@@ -96,7 +97,7 @@ func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req m
 // as one call, as ListResources does.
 func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, templatesSpec(req, false))
+		return listings.Get(ctx, &c.listings, listings.TemplatesSpec(req, false))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplates(ctx, req)
@@ -110,7 +111,7 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	ctx = c.obs.Resource(ctx, req.Params.URI)
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, readSpec(req))
+		return listings.Get(ctx, &c.listings, listings.ReadSpec(req))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
@@ -153,7 +154,7 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 // cursor. Safe to repeat.
 func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, promptsSpec(req, true))
+		return listings.Get(ctx, &c.listings, listings.PromptsSpec(req, true))
 	}
 	return mcpCall(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPromptsByPage(ctx, req)
@@ -164,7 +165,7 @@ func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPro
 // ListResources does.
 func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, promptsSpec(req, false))
+		return listings.Get(ctx, &c.listings, listings.PromptsSpec(req, false))
 	}
 	return mcpCall(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPrompts(ctx, req)
@@ -184,13 +185,13 @@ func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptReques
 // replay decision; listing is never needed for it.
 func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, c.toolsSpec(req, true))
+		return listings.Get(ctx, &c.listings, c.listings.ToolsSpec(req, true))
 	}
 	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listToolsByPage(ctx, mc, req)
 	})
 	if err == nil {
-		c.rememberTools(res.Tools, false)
+		c.listings.RememberTools(res.Tools, false)
 	}
 	return res, err
 }
@@ -212,13 +213,13 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 // stale (Stale, WithMaxStale). WithListingCache(false) turns both off.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, c.toolsSpec(req, false))
+		return listings.Get(ctx, &c.listings, c.listings.ToolsSpec(req, false))
 	}
 	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listTools(ctx, mc, req)
 	})
 	if err == nil {
-		c.rememberTools(res.Tools, req.Params.Cursor == "")
+		c.listings.RememberTools(res.Tools, req.Params.Cursor == "")
 	}
 	return res, err
 }
@@ -274,16 +275,8 @@ func (h *taskHost) AsTask(ctx context.Context) bool {
 	return h.opts.taskCalls || o != nil && o.asTask
 }
 
-// ToolSupport reads the one field it needs of the cached tool, on every
-// tools/call, rather than a copy of the tool.
 func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
-	h.tools.mu.Lock()
-	defer h.tools.mu.Unlock()
-	e := h.tools.tools[name].Execution
-	if e == nil {
-		return "", h.tools.tools != nil
-	}
-	return e.TaskSupport, true
+	return h.listings.TaskSupport(name)
 }
 
 // SetLevel sets the level of log messages the server sends. The level is

@@ -99,8 +99,8 @@ func (c *ResilientClient) restore(ctx context.Context, s *session) error {
 func (c *ResilientClient) subscriptionFilter() mcp.SubscriptionFilter {
 	subs, _ := c.memory.snapshot()
 	// The cache of listings hears of changes too, once it holds an answer
-	// with a ttl (listings.go).
-	listening := c.notifications.hasHandlers() || c.tools.listings.listen.Load()
+	// with a ttl (listings.Cache.Listening).
+	listening := c.notifications.hasHandlers() || c.listings.Listening()
 	return c.listens.union(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,
 		PromptsListChanged:    listening,

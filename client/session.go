@@ -245,7 +245,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		if err == nil {
 			c.log.Info("server reachable again; session kept", "version", prev.version)
 			c.obs.SessionOpened(prev, observe.OpenKept)
-			c.refreshTools(ctx, prev)
+			c.listings.RefreshTools(ctx, prev.listed())
 			if prev.health().Unhealthy() {
 				c.watch(prev) // its prober gave up while the server was away
 			}
@@ -298,10 +298,9 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		c.stats.Redials.Add(1)
 		c.log.Info("session redialed", "cause", lost.err, "version", s.version)
 	}
-	c.obs.SessionOpened(s, openReason(prev, lost))
-	c.noteServerChange(prev, s)
-	c.listingsOpened(s, openReason(prev, lost))
-	c.refreshTools(ctx, s)
+	reason := openReason(prev, lost)
+	c.obs.SessionOpened(s, reason)
+	c.listings.Opened(ctx, prev.listed(), s.listed(), reason == observe.OpenReinitialize || reason == observe.OpenRequested)
 	c.watch(s)
 	return s, nil
 }
@@ -425,7 +424,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	if err != nil {
 		return nil, nil, backoff.Permanent(err)
 	}
-	tr := &discoverRecorder{StreamableHTTP: streamable, tools: c}
+	tr := &discoverRecorder{StreamableHTTP: streamable, tools: &c.listings}
 	tr.recording.Store(true)
 	opts := c.opts.clientOptions
 	if extra != nil {

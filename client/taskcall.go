@@ -81,7 +81,7 @@ var _ tasks.Host = (*taskHost)(nil)
 
 func (h *taskHost) client() *ResilientClient { return (*ResilientClient)(h) }
 
-func (h *taskHost) LearnTools(ctx context.Context) error { return h.client().learnTools(ctx) }
+func (h *taskHost) LearnTools(ctx context.Context) error { return h.listings.LearnTools(ctx) }
 
 func (h *taskHost) Bound(ctx context.Context) (context.Context, *progressCall, func(), error) {
 	c := h.client()

@@ -1,4 +1,4 @@
-package client
+package listings
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // storeKey is store.StoredListing.Key.
-func storeKey(endpoint string, k listingKey, principal string) string {
+func storeKey(endpoint string, k key, principal string) string {
 	h := sha256.New()
 	for _, s := range []string{endpoint, k.method, fmt.Sprint(k.page), k.arg, principal} {
 		h.Write([]byte(s))
@@ -24,34 +24,35 @@ func storeKey(endpoint string, k listingKey, principal string) string {
 // putListing writes a fresh answer to the store, if there is one and the
 // answer changed or was last written a while ago: in the background
 // (storeWriter), so that a slow store never holds the answer in hand.
-func (c *ResilientClient) putListing(k listingKey, e *listingEntry) {
-	if c.opts.listings.store == nil {
-		return
+func (l *Cache) putListing(k key, e *entry) {
+	if l.writer == nil {
+		return // no store
 	}
 	raw, err := json.Marshal(e.value)
 	if err != nil {
 		return
 	}
 	sum := sha256.Sum256(raw)
-	c.tools.mu.Lock()
+	l.mu.Lock()
 	due := sum != e.putHash || e.fetched.Sub(e.putAt) >= listingStoreRefresh
 	if due {
 		e.putHash, e.putAt = sum, e.fetched
 	}
 	hasTTL, ttl := e.hasTTL, e.ttl // a resources/updated may end them meanwhile
-	c.tools.mu.Unlock()
+	l.mu.Unlock()
 	if !due {
 		return
 	}
+	endpoint := l.host.Endpoint()
 	sl := store.StoredListing{
-		Key: storeKey(c.endpoint, k, e.principal), Endpoint: c.endpoint, Method: k.method, Page: k.page, Arg: k.arg,
+		Key: storeKey(endpoint, k, e.principal), Endpoint: endpoint, Method: k.method, Page: k.page, Arg: k.arg,
 		Principal: e.principal, Server: e.server, Fetched: e.fetched, Result: raw,
 	}
 	if hasTTL {
 		ms := ttl.Milliseconds()
 		sl.TTLMs = &ms
 	}
-	c.storeWriter.put(c, sl)
+	l.writer.put(l, sl)
 }
 
 // storeWriter writes answers to the listing store one at a time, the
@@ -61,44 +62,39 @@ func (c *ResilientClient) putListing(k listingKey, e *listingEntry) {
 // listingStoreTimeout, and not cancelled by Close: an agent that lists and
 // exits keeps what it listed). Safe for concurrent use.
 type storeWriter struct {
-	mu      sync.Mutex // before toolCache.mu (put checks closed under it), else a leaf
+	mu      sync.Mutex // before the lock of Host.StartBackground (put checks closed under it), else a leaf
 	pending map[string]store.StoredListing
 	running bool // a goroutine drains pending
 }
 
-func (w *storeWriter) put(c *ResilientClient, l store.StoredListing) {
+func (w *storeWriter) put(l *Cache, sl store.StoredListing) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending == nil {
 		w.pending = map[string]store.StoredListing{}
 	}
-	w.pending[l.Key] = l
+	w.pending[sl.Key] = sl
 	if w.running {
 		return
 	}
 	// Close waits for the background work started before it; none may
-	// start after (it takes toolCache.mu once it has set closed).
-	c.tools.mu.Lock()
-	closed := c.closed.Load()
-	if !closed {
-		c.background.Add(1)
-	}
-	c.tools.mu.Unlock()
-	if closed {
+	// start after (Host.StartBackground fails once it is closed).
+	if l.host.StartBackground() != nil {
 		return
 	}
 	w.running = true
-	go w.drain(c)
+	go w.drain(l)
 }
 
-func (w *storeWriter) drain(c *ResilientClient) {
-	defer c.background.Done()
+func (w *storeWriter) drain(l *Cache) {
+	defer l.host.EndBackground()
+	st := l.host.Store()
 	for {
 		w.mu.Lock()
 		var next store.StoredListing
 		found := false
-		for k, l := range w.pending {
-			next, found = l, true
+		for k, sl := range w.pending {
+			next, found = sl, true
 			delete(w.pending, k)
 			break
 		}
@@ -113,77 +109,78 @@ func (w *storeWriter) drain(c *ResilientClient) {
 		// server's answers (readListingStore), and a write queued before
 		// the change must not bring one back; nor one written while the
 		// change was seen, which is deleted again.
-		if w.superseded(c, next) {
+		if w.superseded(l, next) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), listingStoreTimeout)
-		err := c.opts.listings.store.Put(ctx, next)
-		if err == nil && w.superseded(c, next) {
-			err = c.opts.listings.store.Delete(ctx, next.Key)
+		err := st.Put(ctx, next)
+		if err == nil && w.superseded(l, next) {
+			err = st.Delete(ctx, next.Key)
 		}
 		cancel()
 		if err != nil {
-			c.log.Warn("could not write a listing to the listing store", "method", next.Method, "err", err)
+			l.host.Log().Warn("could not write a listing to the listing store", "method", next.Method, "err", err)
 		}
 	}
 }
 
-// superseded: l is the answer of a server the client has since found
+// superseded: sl is the answer of a server the client has since found
 // replaced by another.
-func (w *storeWriter) superseded(c *ResilientClient, l store.StoredListing) bool {
-	c.tools.mu.Lock()
-	defer c.tools.mu.Unlock()
-	return l.Server != "" && c.tools.listings.server != "" && l.Server != c.tools.listings.server
+func (w *storeWriter) superseded(l *Cache, sl store.StoredListing) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return sl.Server != "" && l.listings.server != "" && sl.Server != l.listings.server
 }
 
 // readListingStore reads the store once, the first time a stale answer is
 // wanted: the answers a previous process left that the memory lacks.
-func (c *ResilientClient) readListingStore(ctx context.Context) {
-	store := c.opts.listings.store
-	if store == nil {
+func (l *Cache) readListingStore(ctx context.Context) {
+	st := l.host.Store()
+	if st == nil {
 		return
 	}
-	c.tools.mu.Lock()
-	done := c.tools.listings.storeRead
-	c.tools.listings.storeRead = true
-	c.tools.mu.Unlock()
+	l.mu.Lock()
+	done := l.listings.storeRead
+	l.listings.storeRead = true
+	l.mu.Unlock()
 	if done {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listingStoreTimeout)
 	defer cancel()
-	all, err := store.List(ctx)
+	all, err := st.List(ctx)
 	if err != nil {
-		c.log.Warn("could not read the listing store", "err", err)
+		l.host.Log().Warn("could not read the listing store", "err", err)
 		return
 	}
-	principal := c.principal()
+	principal := l.principal()
+	endpoint := l.host.Endpoint()
 	var another []string // answers of another server than the one this process knows
-	c.tools.mu.Lock()
-	l := &c.tools.listings
+	l.mu.Lock()
+	ls := &l.listings
 	for _, s := range all {
-		if s.Endpoint != c.endpoint {
+		if s.Endpoint != endpoint {
 			continue
 		}
-		if l.server != "" && s.Server != "" && s.Server != l.server {
+		if ls.server != "" && s.Server != "" && s.Server != ls.server {
 			another = append(another, s.Key)
 			continue
 		}
 		if s.Principal != "" && s.Principal != principal {
 			continue
 		}
-		k := listingKey{method: s.Method, page: s.Page, arg: s.Arg}
-		if l.entryFor(k, s.Principal) != nil {
+		k := key{method: s.Method, page: s.Page, arg: s.Arg}
+		if ls.entryFor(k, s.Principal) != nil {
 			continue // this process has its own
 		}
-		e := &listingEntry{raw: s.Result, fetched: s.Fetched, principal: s.Principal, server: s.Server, fromStore: true, hasTTL: s.TTLMs != nil}
-		l.keep(k, e)
+		e := &entry{raw: s.Result, fetched: s.Fetched, principal: s.Principal, server: s.Server, fromStore: true, hasTTL: s.TTLMs != nil}
+		ls.keep(k, e)
 	}
-	c.tools.mu.Unlock()
+	l.mu.Unlock()
 	// Never to be served again: the server they came from is gone.
-	for _, key := range another {
-		if err := store.Delete(ctx, key); err != nil {
-			c.log.Warn("could not remove another server's listing from the listing store", "err", err)
+	for _, k := range another {
+		if err := st.Delete(ctx, k); err != nil {
+			l.host.Log().Warn("could not remove another server's listing from the listing store", "err", err)
 			return
 		}
 	}
