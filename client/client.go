@@ -237,7 +237,7 @@ func (c *ResilientClient) init(target string) {
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
 	c.members = make([]memberState, o.poolSize)
 	c.pool = pool.New(c.poolConfig(target))
-	c.tasks = tasks.New((*taskHost)(c), o.taskStore, c.endpoint, c.log)
+	c.tasks = tasks.New((*taskHost)(c))
 }
 
 // poolConfig is the configuration of the client's pool of sessions: how

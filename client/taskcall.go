@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -139,6 +140,9 @@ func (h *taskHost) Settled(err error) bool {
 }
 
 func (h *taskHost) Describe(err error) string { return describe(err) }
+func (h *taskHost) Store() TaskStore          { return h.opts.taskStore }
+func (h *taskHost) Endpoint() string          { return h.endpoint }
+func (h *taskHost) Log() *slog.Logger         { return h.log }
 func (h *taskHost) Lifetime() context.Context { return h.lifetime }
 func (h *taskHost) Closed() bool              { return h.closed.Load() }
 func (h *taskHost) Go(f func()) bool          { return h.client().goBackground(f) }

@@ -54,8 +54,8 @@ func (k *Calls) Run(ctx context.Context, req *mcp.CallToolRequest, resume *State
 		// Written before the first question about it: a process killed
 		// from here on leaves the id for the next one.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		if err := k.store.Put(sctx, t.PendingTask); err != nil {
-			k.log.Error("could not write the task to the task store; it will not survive a restart of this process",
+		if err := k.store().Put(sctx, t.PendingTask); err != nil {
+			k.host.Log().Error("could not write the task to the task store; it will not survive a restart of this process",
 				"task", t.ID, "tool", t.Tool, "err", err)
 		}
 		cancel()
@@ -110,9 +110,9 @@ func (k *Calls) create(ctx context.Context, req *mcp.CallToolRequest, pc *progre
 		}
 		created = &inline
 	}
-	k.log.Debug("tool called as a task", "tool", p.Name, "task", created.TaskID)
+	k.host.Log().Debug("tool called as a task", "tool", p.Name, "task", created.TaskID)
 	return nil, &State{
-		PendingTask: store.PendingTask{ID: created.TaskID, Tool: p.Name, ArgsHash: argsHash(p.Arguments), Created: time.Now(), Endpoint: k.endpoint},
+		PendingTask: store.PendingTask{ID: created.TaskID, Tool: p.Name, ArgsHash: argsHash(p.Arguments), Created: time.Now(), Endpoint: k.host.Endpoint()},
 		last:        *created,
 	}, nil
 }
@@ -153,7 +153,7 @@ func (k *Calls) await(ctx context.Context, t *State, pc *progress.Call) (*mcp.Ca
 			}
 			var st taskWire
 			if err := json.Unmarshal(raw, &st); err != nil || st.Status == "" {
-				k.log.Warn("tasks/get answered with no task status; asking again", "task", t.ID)
+				k.host.Log().Warn("tasks/get answered with no task status; asking again", "task", t.ID)
 				t.last.Status = mcp.TaskStatusWorking
 				continue
 			}
@@ -176,7 +176,7 @@ func (k *Calls) waits(t *State) bool {
 		if k.host.Stateless() {
 			if !t.noted {
 				t.noted = true
-				k.log.Warn("the task waits for input, which tasks/update would give; the client does not implement it and keeps polling", "task", t.ID)
+				k.host.Log().Warn("the task waits for input, which tasks/update would give; the client does not implement it and keeps polling", "task", t.ID)
 			}
 			return true
 		}
@@ -233,8 +233,8 @@ func (k *Calls) delivered(t *State, res *mcp.CallToolResult, err error) (*mcp.Ca
 func (k *Calls) forget(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	if err := k.store.Delete(ctx, id); err != nil {
-		k.log.Warn("could not remove a finished task from the task store", "task", id, "err", err)
+	if err := k.store().Delete(ctx, id); err != nil {
+		k.host.Log().Warn("could not remove a finished task from the task store", "task", id, "err", err)
 	}
 }
 
@@ -263,12 +263,12 @@ func (k *Calls) afterRequest(ctx context.Context, t *State, pc *progress.Call, e
 		}
 		return nil, k.abandoned(ctx, t, pc), true
 	case policy.TaskLost:
-		k.log.Warn("the server no longer knows the task; its outcome is unknown", "task", t.ID, "tool", t.Tool, "err", k.host.Describe(err))
+		k.host.Log().Warn("the server no longer knows the task; its outcome is unknown", "task", t.ID, "tool", t.Tool, "err", k.host.Describe(err))
 		return k.delivered(t, nil, k.host.Lost(t.ID, t.Tool, cause))
 	case policy.TaskAnswered:
 		return k.delivered(t, nil, cause)
 	}
-	k.log.Info("asking about the task failed; asking again", "task", t.ID, "err", k.host.Describe(err), "pause", t.pause)
+	k.host.Log().Info("asking about the task failed; asking again", "task", t.ID, "err", k.host.Describe(err), "pause", t.pause)
 	return nil, nil, false
 }
 
@@ -291,12 +291,12 @@ func (k *Calls) abandoned(ctx context.Context, t *State, pc *progress.Call) erro
 		var rpc *RPCError
 		switch {
 		case err == nil:
-			k.log.Info("task cancelled", "task", id, "tool", tool)
+			k.host.Log().Info("task cancelled", "task", id, "tool", tool)
 		case errors.As(err, &rpc) && k.host.Settled(err):
 			// Answered: finished already, or forgotten. Nothing to keep.
-			k.log.Info("tasks/cancel answered with an error; the task is over", "task", id, "err", k.host.Describe(err))
+			k.host.Log().Info("tasks/cancel answered with an error; the task is over", "task", id, "err", k.host.Describe(err))
 		default:
-			k.log.Warn("tasks/cancel was not answered; the task stays in the task store", "task", id, "err", k.host.Describe(err))
+			k.host.Log().Warn("tasks/cancel was not answered; the task stays in the task store", "task", id, "err", k.host.Describe(err))
 			return
 		}
 		k.forget(id)

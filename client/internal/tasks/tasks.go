@@ -61,6 +61,14 @@ type Host interface {
 	// Describe is err's message for the log.
 	Describe(err error) string
 
+	// Store is WithTaskStore's store; nil: the room keeps the ids in
+	// memory, for this process only.
+	Store() store.TaskStore
+	// Endpoint names the client's server in the PendingTasks it writes.
+	Endpoint() string
+	// Log is the client's logger.
+	Log() *slog.Logger
+
 	// Lifetime ends at the client's Close; Closed reports it began.
 	Lifetime() context.Context
 	Closed() bool
@@ -69,23 +77,25 @@ type Host interface {
 	Go(f func()) bool
 }
 
-// Calls is one client's task calls: its TaskStore and what it asks of the
-// client. It is safe for concurrent use; it takes no lock of its own (the
-// task store's are a leaf).
+// Calls is one client's task calls: what it asks of the client, and the
+// TaskStore in memory for a client given none. It is one small allocation
+// per client (BenchmarkIdleClients): the rest it asks of the host. It is
+// safe for concurrent use; its only lock is the memory store's, a leaf (a
+// given store's are the store's).
 type Calls struct {
-	host     Host
-	store    store.TaskStore
-	endpoint string
-	log      *slog.Logger
+	host Host
+	mem  memoryStore
 }
 
-// New returns the task calls of the client at endpoint, whose task ids go
-// into s (nil: a store in memory, this process only).
-func New(host Host, s store.TaskStore, endpoint string, log *slog.Logger) *Calls {
-	if s == nil {
-		s = &memoryStore{}
+// New returns the task calls of the client host.
+func New(host Host) *Calls { return &Calls{host: host} }
+
+// store is where the ids of the tasks under way are kept.
+func (k *Calls) store() store.TaskStore {
+	if s := k.host.Store(); s != nil {
+		return s
 	}
-	return &Calls{host: host, store: s, endpoint: endpoint, log: log}
+	return &k.mem
 }
 
 // Form is how a tools/call goes (policy.CallAs), decided before it is
@@ -99,7 +109,7 @@ func (k *Calls) Form(ctx context.Context, name string) policy.TaskCall {
 		return form
 	}
 	if err := k.host.LearnTools(ctx); err != nil {
-		k.log.Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", k.host.Describe(err))
+		k.host.Log().Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", k.host.Describe(err))
 		return policy.PlainThenTask
 	}
 	support, listed = k.host.ToolSupport(name)
@@ -126,11 +136,12 @@ func (k *Calls) Refused(ctx context.Context, name string, res *mcp.CallToolResul
 // Pending lists the tasks of the client's endpoint in the store, oldest
 // first.
 func (k *Calls) Pending(ctx context.Context) ([]store.PendingTask, error) {
-	all, err := k.store.List(ctx)
+	all, err := k.store().List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := slices.DeleteFunc(all, func(t store.PendingTask) bool { return t.Endpoint != k.endpoint })
+	endpoint := k.host.Endpoint()
+	out := slices.DeleteFunc(all, func(t store.PendingTask) bool { return t.Endpoint != endpoint })
 	slices.SortFunc(out, func(a, b store.PendingTask) int {
 		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
 	})
@@ -140,15 +151,15 @@ func (k *Calls) Pending(ctx context.Context) ([]store.PendingTask, error) {
 // Find is the task id as the store knows it, for ResumeTask (by its id
 // alone if the store cannot be read).
 func (k *Calls) Find(ctx context.Context, id string) *State {
-	t := &State{PendingTask: store.PendingTask{ID: id, Endpoint: k.endpoint}}
-	if all, err := k.store.List(ctx); err == nil {
+	t := &State{PendingTask: store.PendingTask{ID: id, Endpoint: k.host.Endpoint()}}
+	if all, err := k.store().List(ctx); err == nil {
 		for _, p := range all {
 			if p.ID == id {
 				t.PendingTask = p
 			}
 		}
 	} else {
-		k.log.Warn("could not read the task store; resuming the task by its id alone", "task", id, "err", err)
+		k.host.Log().Warn("could not read the task store; resuming the task by its id alone", "task", id, "err", err)
 	}
 	return t
 }
