@@ -202,19 +202,19 @@ func (r *callRun) run(ctx context.Context, send sendFunc) error {
 // waits for another (probeFailed).
 func (r *callRun) acquire(ctx context.Context) (*session, error) {
 	c, tries := r.c, &r.tries
-	if c.brk.Load().isOpen() {
-		if err := c.whileNoSession(ctx, pool.Waiting{}); err != nil {
+	if c.sess.brk.Load().isOpen() {
+		if err := c.sess.whileNoSession(ctx, pool.Waiting{}); err != nil {
 			tries.CtxErr = ctx.Err()
 			return nil, r.acquireFailed(err)
 		}
 	}
-	if err := c.pool.AcquireInto(ctx, &r.st.lease); err != nil {
+	if err := c.sess.pool.AcquireInto(ctx, &r.st.lease); err != nil {
 		tries.CtxErr = ctx.Err()
 		return nil, r.acquireFailed(err)
 	}
 	s := r.st.lease.Value()
 	doubted := tries.Doubts(s.opened)
-	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
+	if err := c.sess.probeBeforeUse(ctx, s, doubted); err != nil {
 		r.st.lease.Release()
 		return nil, r.probeFailed(ctx, s, err)
 	}
@@ -244,7 +244,7 @@ func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 		ct.Answered()
 		s.health().Touch()
 		s.markServed()
-		r.c.answered(s)
+		r.c.sess.answered(s)
 	}
 	return err
 }
@@ -285,7 +285,7 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	if a.Discard != policy.NoLoss {
 		r.st.lease.Discard(&lostError{kind: a.Discard, err: err})
 	}
-	c.noteOutcome(v)
+	c.sess.noteOutcome(v)
 	if r.ownProgress {
 		if r.progress.Idle() > 0 && tries.CtxErr != nil && v.Sent {
 			// A call governed by progress ended by its idle timeout or
@@ -372,7 +372,7 @@ func (run *callRun) probeFailed(ctx context.Context, s *session, err error) erro
 		return nil
 	}
 	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", describe(err))
-	c.replace(s, err)
+	c.sess.replace(s, err)
 	return nil
 }
 

@@ -27,9 +27,9 @@
 //
 //	call              call.go (call, do): the books of every call
 //	callRun           call.go (startRun, run); bound: its deadline and progress
-//	acquire           call.go (callRun.acquire): the breaker first (breaker.go),
-//	                  then the pool; sessions are dialed and released in session.go
-//	probe before use  health.go (probeBeforeUse), beside the keepalive prober
+//	acquire           call.go (callRun.acquire) asks the sessions (session.go):
+//	                  the breaker first (breaker.go), then their pool
+//	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
 //	send              call.go (callRun.send), with mcp-go's methods from methods.go
 //	Classify, After   client/internal/policy: the one decision; call.go
 //	                  (callRun.afterFailure) carries it out
@@ -45,11 +45,12 @@
 //	client.go       ResilientClient, New, Close, the lock order
 //	options.go      the options; calloptions.go: a call's own
 //	errors.go       what a call's error says; state.go, stats.go
-//	session.go      a session's life: dial, open, lose, release
+//	session.go      sessions, the sessions' life beside the client's: dial,
+//	                open, lose, release; health.go, breaker.go, state.go
 //	restore.go      what every new session is told again; discover.go and
 //	                version.go: the protocol era; affinity.go: load balancers
-//	stdio.go        NewStdio: the supervision of a server that is a process;
-//	                the process itself is client/internal/stdio
+//	stdio.go        NewStdio: a session on a server that is a process; the
+//	                process and its supervision are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
 //	listings.go     the options of the cache of listings and reads, Stale;

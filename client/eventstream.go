@@ -99,7 +99,7 @@ func (w *streamWatch) lost(a policy.StreamAction, err error) {
 	if s == nil || !w.fired.CompareAndSwap(false, true) {
 		return
 	}
-	if w.c.pool.DiscardValue(s, &lostError{kind: a.Discard, err: fmt.Errorf("%s: %w", a.Why, err)}) {
+	if w.c.sess.pool.DiscardValue(s, &lostError{kind: a.Discard, err: fmt.Errorf("%s: %w", a.Why, err)}) {
 		w.c.log.Info("event stream refused: replacing the session in the background", "member", s.member, "why", a.Why, "err", err)
 	}
 }
@@ -121,7 +121,7 @@ func (w *streamWatch) ask(s *session) (alive, expired bool) {
 	defer w.asking.Store(false)
 	ctx, cancel := context.WithTimeout(w.c.lifetime, w.c.opts.probeTimeout())
 	defer cancel()
-	err := w.c.checkSession(ctx, s)
+	err := w.c.sess.checkSession(ctx, s)
 	var pe *probeError
 	switch {
 	case err == nil:

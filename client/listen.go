@@ -149,7 +149,7 @@ func (c *ResilientClient) listen(ctx context.Context, filter mcp.SubscriptionFil
 // relistenAll restarts the stream of every session in service with the
 // current filter.
 func (c *ResilientClient) relistenAll() {
-	for _, s := range c.pool.Values() {
+	for _, s := range c.sess.pool.Values() {
 		c.relisten(s)
 	}
 }

@@ -70,7 +70,7 @@ func (h *listingHost) ServedStale(ctx context.Context) {
 func (h *listingHost) Principal() string { return h.credentials.Current() }
 
 func (h *listingHost) Relisten() {
-	for _, s := range h.pool.Values() {
+	for _, s := range h.sess.pool.Values() {
 		if !s.sessionEra {
 			h.c().relisten(s)
 		}

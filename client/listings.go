@@ -136,7 +136,7 @@ func Stale(meta *mcp.Meta) (age time.Duration, ok bool) { return listings.StaleA
 // none. It is read again with every new session (a re-initialization or a
 // redial).
 func (c *ResilientClient) ServerInfo() mcp.Implementation {
-	if vs := c.pool.Values(); len(vs) > 0 {
+	if vs := c.sess.pool.Values(); len(vs) > 0 {
 		return vs[0].result.ServerInfo
 	}
 	return mcp.Implementation{}

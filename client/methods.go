@@ -33,10 +33,10 @@ func mcpCall[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMetho
 // new request, as calling mcp-go's Initialize again would.
 func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequest) (*mcp.InitializeResult, error) {
 	r := &req
-	c.initReq.Store(r)
-	for _, s := range c.pool.Values() {
+	c.sess.initReq.Store(r)
+	for _, s := range c.sess.pool.Values() {
 		if s.request != r {
-			c.pool.DiscardValue(s, &lostError{kind: policy.LossRequested, err: errReinitializeRequested})
+			c.sess.pool.DiscardValue(s, &lostError{kind: policy.LossRequested, err: errReinitializeRequested})
 		}
 	}
 	var res *mcp.InitializeResult
@@ -53,7 +53,7 @@ func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequ
 // nothing).
 func (c *ResilientClient) Ping(ctx context.Context) error {
 	return c.do(ctx, string(mcp.MethodPing), "", func(ctx context.Context, s *session) error {
-		_, err := c.probe(ctx, s)
+		_, err := c.sess.probe(ctx, s)
 		return err
 	})
 }

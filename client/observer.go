@@ -90,7 +90,7 @@ func (c *ResilientClient) noteMember(m *memberState, st State) {
 		return
 	}
 	if from := State(m.observed.Swap(int32(st))); from != st {
-		c.notifier.push(stateEvent{from: from, to: st, member: true})
+		c.sess.notifier.push(stateEvent{from: from, to: st, member: true})
 	}
 }
 

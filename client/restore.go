@@ -162,7 +162,7 @@ func (c *ResilientClient) relisten(s *session) {
 			a := retries.After(end)
 			switch a.Next {
 			case policy.StreamRenew:
-				if c.pool.DiscardValue(s, &lostError{kind: a.Discard, err: err}) {
+				if c.sess.pool.DiscardValue(s, &lostError{kind: a.Discard, err: err}) {
 					c.log.Info("subscriptions/listen refused: opening a new session in the background", "member", s.member, "why", a.Why, "err", err)
 				}
 				return

@@ -117,11 +117,11 @@ func (c *ResilientClient) Stats() Stats {
 		CacheHits:             c.stats.CacheHits.Load(),
 		StaleAnswers:          c.stats.StaleAnswers.Load(),
 		ParserFallbacks:       c.stats.ParserFallbacks.Load(),
-		Sessions:              c.pool.Stats().Ready,
+		Sessions:              c.sess.pool.Stats().Ready,
 		InFlight:              int(c.stats.InFlight.Load()),
-		FailingFast:           c.brk.Load().isOpen(),
-		OutageSince:           c.brk.Load().outageSince(),
+		FailingFast:           c.sess.brk.Load().isOpen(),
+		OutageSince:           c.sess.brk.Load().outageSince(),
 	}
-	c.stdioStats(&st)
+	c.sess.stdioStats(&st)
 	return st
 }

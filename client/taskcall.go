@@ -123,7 +123,7 @@ func (h *taskHost) Send(ctx context.Context, method mcp.MCPMethod, tool string, 
 }
 
 func (h *taskHost) Stateless() bool {
-	vs := h.pool.Values()
+	vs := h.sess.pool.Values()
 	return len(vs) > 0 && !vs[0].sessionEra
 }
 
