@@ -268,11 +268,11 @@ func declareApplyDefaults(method string, params any) any {
 // their form elicitation capability; an empty elicitation capability means
 // form, as the specification says.
 func withApplyDefaults(caps json.RawMessage) (json.RawMessage, bool) {
-	fields, ok := objectFields(caps)
+	fields, ok := wire.ObjectFields(caps)
 	if !ok || fields["elicitation"] == nil {
 		return nil, false
 	}
-	elicitation, ok := objectFields(fields["elicitation"])
+	elicitation, ok := wire.ObjectFields(fields["elicitation"])
 	if !ok {
 		return nil, false
 	}
@@ -281,7 +281,7 @@ func withApplyDefaults(caps json.RawMessage) (json.RawMessage, bool) {
 	}
 	form := map[string]json.RawMessage{}
 	if elicitation["form"] != nil {
-		if form, ok = objectFields(elicitation["form"]); !ok {
+		if form, ok = wire.ObjectFields(elicitation["form"]); !ok {
 			return nil, false
 		}
 	}
@@ -295,20 +295,4 @@ func withApplyDefaults(caps json.RawMessage) (json.RawMessage, bool) {
 	}
 	out, err := json.Marshal(fields)
 	return out, err == nil
-}
-
-// objectFields decodes v, a value or raw JSON, as a JSON object.
-func objectFields(v any) (map[string]json.RawMessage, bool) {
-	raw, ok := v.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(v); err != nil {
-			return nil, false
-		}
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil || fields == nil {
-		return nil, false
-	}
-	return fields, true
 }

@@ -137,25 +137,9 @@ func declareVersion(req transport.JSONRPCRequest, version string) transport.JSON
 }
 
 func requestMeta(params any) (map[string]json.RawMessage, bool) {
-	fields, ok := objectFields(params)
+	fields, ok := wire.ObjectFields(params)
 	if !ok || fields["_meta"] == nil {
 		return nil, false
 	}
-	return objectFields(fields["_meta"])
-}
-
-// objectFields decodes v, a value or raw JSON, as a JSON object.
-func objectFields(v any) (map[string]json.RawMessage, bool) {
-	raw, ok := v.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(v); err != nil {
-			return nil, false
-		}
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil || fields == nil {
-		return nil, false
-	}
-	return fields, true
+	return wire.ObjectFields(fields["_meta"])
 }

@@ -425,3 +425,22 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// ObjectFields decodes v, a value or raw JSON, as a JSON object: with
+// encoding/json, for what is read whole rather than edited in place (the
+// capabilities elicitation's applyDefaults go into, the protocol version a
+// request declares).
+func ObjectFields(v any) (map[string]json.RawMessage, bool) {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, false
+		}
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return nil, false
+	}
+	return fields, true
+}
