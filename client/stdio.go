@@ -83,7 +83,9 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
-	so := o.stdioOpts().WithDefaults()
+	so := o.stdioOpts().WithDefaults(stdio.Options{
+		RestartLimit: DefaultRestartLimit, RestartWindow: DefaultRestartWindow, StopTimeout: DefaultStdioStopTimeout,
+	})
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
 
@@ -116,14 +118,14 @@ func (o *options) stdioOpts() *stdio.Options {
 // steps 2 s apart and doubling up to the window, so a crash loop makes
 // about 8 starts in its first 10 s and then one every 10 s.
 const (
-	DefaultRestartLimit  = stdio.DefaultRestartLimit
-	DefaultRestartWindow = stdio.DefaultRestartWindow
+	DefaultRestartLimit  = 5
+	DefaultRestartWindow = 10 * time.Second
 )
 
 // DefaultStdioStopTimeout is how long a stdio server is given to exit
 // after its stdin is closed, and again after SIGTERM, before SIGKILL: the
 // TypeScript SDK's 2 s.
-const DefaultStdioStopTimeout = stdio.DefaultStopTimeout
+const DefaultStdioStopTimeout = 2 * time.Second
 
 // WithStdioEnv adds variables, each "KEY=value", to the environment of a
 // stdio server's process (NewStdio), after the few it inherits from the

@@ -6,28 +6,21 @@ import "time"
 type Options struct {
 	Env           []string // WithStdioEnv's, each KEY=value
 	Dir           string   // WithStdioDir's; "": the agent's
-	RestartLimit  int      // WithRestartLimit's; 0: DefaultRestartLimit in DefaultRestartWindow
+	RestartLimit  int      // WithRestartLimit's; 0: the default, in the default window
 	RestartWindow time.Duration
-	StopTimeout   time.Duration // WithStdioStopTimeout's; 0: DefaultStopTimeout
+	StopTimeout   time.Duration // WithStdioStopTimeout's; 0: the default
 	IdleStop      time.Duration // WithIdleStop's; 0: never
 }
 
-// The defaults, which the client exports as DefaultRestartLimit,
-// DefaultRestartWindow and DefaultStdioStopTimeout; their comments there
-// say why these.
-const (
-	DefaultRestartLimit  = 5
-	DefaultRestartWindow = 10 * time.Second
-	DefaultStopTimeout   = 2 * time.Second
-)
-
-// WithDefaults is o with the defaults in place of what was not given.
-func (o Options) WithDefaults() Options {
+// WithDefaults is o with the defaults d (the client's exported
+// DefaultRestartLimit, DefaultRestartWindow and DefaultStdioStopTimeout)
+// in place of what was not given.
+func (o Options) WithDefaults(d Options) Options {
 	if o.RestartLimit == 0 {
-		o.RestartLimit, o.RestartWindow = DefaultRestartLimit, DefaultRestartWindow
+		o.RestartLimit, o.RestartWindow = d.RestartLimit, d.RestartWindow
 	}
 	if o.StopTimeout == 0 {
-		o.StopTimeout = DefaultStopTimeout
+		o.StopTimeout = d.StopTimeout
 	}
 	return o
 }
