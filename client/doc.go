@@ -51,10 +51,14 @@
 //	                balancers; a session's transport (the protocol era, the
 //	                Mcp-Param-* headers, tools' schemas as the server sent
 //	                them) is client/internal/streamable
-//	stdio.go        NewStdio: a session on a server that is a process; the
-//	                process and its supervision are client/internal/stdio
+//	stdio.go        NewStdio and its options: a server that is a process;
+//	                the process, its supervision and the session opened on
+//	                it are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
-//	                transport is client/internal/sse
+//	                transport and the session opened on it are
+//	                client/internal/sse
+//	dialers.go      which of them opens a session, what each is given,
+//	                and the client's session made of what it opened
 //	listings.go     the options of the cache of listings and reads, Stale;
 //	                the cache itself, its store writer and the tools the
 //	                replay decision reads are client/internal/listings,

@@ -29,7 +29,7 @@ import (
 // client as grpc-go keeps addrConn (one connection's life) apart from
 // ClientConn: the pool of sessions and all a session goes through from
 // its dial to its close. It dials, opens and negotiates them (Streamable
-// HTTP, HTTP+SSE, a stdio server's process, stdio.go and sse.go), probes
+// HTTP, HTTP+SSE, a stdio server's process: dialers.go), probes
 // them and keeps them alive (health.go), trips the circuit breaker
 // (breaker.go), holds the verdicts of no affinity (affinity.go), and
 // computes the connectivity state and tells it (state.go). The call path
@@ -59,7 +59,7 @@ type sessions struct {
 	pool    *pool.Pool[*session]
 	initReq atomic.Pointer[mcp.InitializeRequest] // Initialize's, or made from WithClientInfo (initRequest)
 
-	stdio *stdio.Supervisor // NewStdio's processes (stdio.go, client/internal/stdio); nil over HTTP
+	stdio *stdio.Supervisor // NewStdio's processes (dialers.go, client/internal/stdio); nil over HTTP
 
 	// spoken is what the endpoint was last found to speak: speaksStateless
 	// (or not known yet), speaksSessionEra (the last session negotiated
@@ -184,7 +184,7 @@ type session struct {
 	// client.
 	stream    *streamWatch
 	listening atomic.Bool
-	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
+	proc      *stdio.Process // a stdio server's process, one per session (client/internal/stdio); nil over HTTP
 	hot       *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
 
 	ctx        context.Context // ends at close; the listen stream runs under it
@@ -221,7 +221,7 @@ func (s *session) policy() policy.Session {
 	return p
 }
 
-// sse is an HTTP+SSE session's transport (sse.go), nil for any other:
+// sse is an HTTP+SSE session's transport (client/internal/sse), nil for any other:
 // read from mcp-go's client rather than kept, which would cost every
 // session of every client a field (BenchmarkIdleClients).
 func (s *session) sse() *sse.Transport {
