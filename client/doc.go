@@ -30,7 +30,9 @@
 //	acquire           call.go (callRun.acquire) asks the sessions (session.go):
 //	                  the breaker first (breaker.go), then their pool
 //	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
-//	send              call.go (callRun.send), with mcp-go's methods from methods.go
+//	send              call.go (callRun.send), with mcp-go's methods from methods.go;
+//	                  a plain tools/call written and read by client/internal/hotpath
+//	                  (hotpath.go joins it to the session)
 //	Classify, After   client/internal/policy: the one decision; call.go
 //	                  (callRun.afterFailure) carries it out
 //	the wire          client/internal/wire: chain.go lists and builds the HTTP

@@ -248,7 +248,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 			err = c.run(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context, s *session) error {
 				var err error
 				var hot bool
-				if res, hot, err = c.callToolHot(ctx, s, &req); hot {
+				if res, hot, err = callToolHot(ctx, c, s, &req); hot {
 					return err
 				}
 				res, err = s.mc.CallTool(ctx, req)

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/hotpath"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
@@ -184,7 +185,8 @@ type session struct {
 	stream    *streamWatch
 	listening atomic.Bool
 	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
-	hot       *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
+
+	hot *hotpath.Writer // how the client writes a tools/call itself (client/internal/hotpath); nil: mcp-go writes them
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -616,7 +618,7 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 		opened:     time.Now(),
 	}
 	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
-	s.hot = ss.c.hotPathFor(tr, hc)
+	s.hot = newHotPath(ss.c, tr, hc)
 	watch.session.Store(s)
 	// Not derived from ss.c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
