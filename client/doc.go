@@ -32,7 +32,7 @@
 //	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
 //	send              call.go (callRun.send), with mcp-go's methods from methods.go;
 //	                  a plain tools/call written and read by client/internal/hotpath
-//	                  (hotpath.go joins it to the session)
+//	                  (methods.go's callToolHot; hotpath.go makes it for a session)
 //	Classify, After   client/internal/policy: the one decision; call.go
 //	                  (callRun.afterFailure) carries it out
 //	the wire          client/internal/wire: chain.go lists and builds the HTTP
