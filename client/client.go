@@ -74,7 +74,7 @@ type ResilientClient struct {
 	//
 	//   - the sessions' two, documented on sessions (session.go): the
 	//     pool's lock → sessions.stateMu → the notifier's, and the pool's
-	//     lock → the breaker's → the notifier's;
+	//     lock → the breaker's (breaker.Breaker.mu) → the notifier's;
 	//   - session.listenMu → memory.mu, then listens.mu (taken one after
 	//     the other, never together);
 	//   - the listing store writer's mu → backgroundMu (the Close barrier,
@@ -216,7 +216,7 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
-		c.sess.brk.Load().stop()
+		c.sess.brk.Load().Stop()
 		c.deadlines.close()
 		// Nothing of the client's own starts once closed is seen under
 		// this lock (see backgroundMu): a barrier, then the wait.

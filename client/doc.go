@@ -28,9 +28,11 @@
 //	call              call.go (call, do): the books of every call
 //	callRun           call.go (startRun, run); bound: its deadline and progress
 //	acquire           call.go (callRun.acquire) asks the sessions (session.go):
-//	                  the breaker first (breaker.go), then their pool
+//	                  the breaker first (client/internal/breaker, breaker.go), then their pool
 //	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
-//	send              call.go (callRun.send), with mcp-go's methods from methods.go
+//	send              call.go (callRun.send), with mcp-go's methods from methods.go;
+//	                  a plain tools/call written and read by client/internal/hotpath
+//	                  (methods.go's callToolHot; hotpath.go makes it for a session)
 //	Classify, After   client/internal/policy: the one decision; call.go
 //	                  (callRun.afterFailure) carries it out
 //	the wire          client/internal/wire: chain.go lists and builds the HTTP

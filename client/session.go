@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/breaker"
+	"github.com/resilientmcp/resilientmcp/client/internal/hotpath"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
@@ -31,7 +33,7 @@ import (
 // its dial to its close. It dials, opens and negotiates them (Streamable
 // HTTP, HTTP+SSE, a stdio server's process: dialers.go), probes
 // them and keeps them alive (health.go), trips the circuit breaker
-// (breaker.go), holds the verdicts of no affinity (affinity.go), and
+// (breaker.go, client/internal/breaker), holds the verdicts of no affinity (affinity.go), and
 // computes the connectivity state and tells it (state.go). The call path
 // asks it for a session (pool), tells it each outcome (noteOutcome,
 // replace, answered), and nothing more.
@@ -47,7 +49,7 @@ import (
 //
 //   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
 //     notifier.mu;
-//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
+//   - pool.Pool.mu → breaker.Breaker.mu (Reached, from onMemberState) →
 //     notifier.mu (the breaker's openings and closings, in order).
 //
 // The stdio supervisor's locks are leaves (stdio.Supervisor), as are the
@@ -70,7 +72,7 @@ type sessions struct {
 	// affinityReported: a verdict of no affinity was logged and told to
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
-	brk              atomic.Pointer[breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	brk              atomic.Pointer[breaker.Breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	stateMu  sync.Mutex    // orders state computations and their notifications
 	state    atomic.Int32  // State, as last computed
@@ -185,7 +187,8 @@ type session struct {
 	stream    *streamWatch
 	listening atomic.Bool
 	proc      *stdio.Process // a stdio server's process, one per session (client/internal/stdio); nil over HTTP
-	hot       *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
+
+	hot *hotpath.Writer // how the client writes a tools/call itself (client/internal/hotpath); nil: mcp-go writes them
 
 	ctx        context.Context // ends at close; the listen stream runs under it
 	cancel     context.CancelFunc
@@ -616,7 +619,7 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 		opened:     time.Now(),
 	}
 	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
-	s.hot = ss.c.hotPathFor(tr, hc)
+	s.hot = newHotPath(ss.c, tr, hc)
 	watch.session.Store(s)
 	// Not derived from ss.c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
