@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
-	"github.com/resilientmcp/resilientmcp/client/internal/progress"
+	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/pool"
@@ -49,8 +49,11 @@ type ResilientClient struct {
 	pool    *pool.Pool[*session]
 	initReq atomic.Pointer[mcp.InitializeRequest]
 
-	notifications *dispatcher
-	memory        memory // subscriptions and logging level, restored on every new session
+	// messages: the server's messages outside calls: notifications and
+	// their handlers, the streams that carry them, the subscriptions and
+	// logging level restored on every new session, the registry of calls
+	// followed by their progress (client/internal/notify; messages.go).
+	messages notify.Messages
 	// spoken is what the endpoint was last found to speak: speaksStateless
 	// (or not known yet), speaksSessionEra (the last session negotiated
 	// opened in the session era), speaksSSE (HTTP+SSE: NewSSE's, or found
@@ -61,8 +64,7 @@ type ResilientClient struct {
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
 
-	progress atomic.Pointer[progress.Registry] // calls followed by their progress, by token; made by the first (progressCalls)
-	brk      atomic.Pointer[breaker]           // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	brk atomic.Pointer[breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	tools       toolCache        // the server's tools, for the replay decision, and the cache of listings (listings.go)
 	credentials wire.Credentials // the credential last sent, keying private answers (listings.go); the HTTP chain's
@@ -73,16 +75,15 @@ type ResilientClient struct {
 	// backgroundMu is goBackground's, held while it checks closed and adds
 	// to background. background counts the listings of tools (fetchTools),
 	// the listing store's writer (storeWriter), and, through goBackground,
-	// the notifications/cancelled of an abandoned request (tellCancelled)
+	// the notifications/cancelled of an abandoned request (notify's TellCancelled)
 	// and the tasks/cancel of an abandoned task (taskAbandoned). None
 	// starts once Close has set closed: the first two add to background
 	// under toolCache.mu, goBackground under backgroundMu, and Close takes
 	// each lock once, as a barrier, before it waits.
 	backgroundMu sync.Mutex
 
-	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
-	listens             listenSet // what callers of Listen asked for
-	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
+	parity              parity // what mcp-go's *client.Client methods read; see parity.go
+	elicitationDefaults bool   // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
 	// Lock order of the whole client, outermost first. Four chains:
 	//
@@ -90,12 +91,13 @@ type ResilientClient struct {
 	//     notifier.mu;
 	//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
 	//     notifier.mu (the breaker's openings and closings, in order);
-	//   - session.listenMu → memory.mu, then listens.mu (taken one after
-	//     the other, never together);
+	//   - a session's notify.Streams.mu → the memory's mu, then the
+	//     listens' mu (taken one after the other, never together; see
+	//     notify.Messages);
 	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
-	// dispatcher.mu (notifications), toolCache.mu, backgroundMu,
+	// notify.Dispatcher.mu (the notifications'), toolCache.mu, backgroundMu,
 	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
 	// a call trace's (observe.go),
@@ -144,9 +146,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 
 	var elicitationDefaults bool
-	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: newObservers(o.observing, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, obs: newObservers(o.observing, u)}
 	c.elicitationDefaults = elicitationDefaults
 	if err := c.configureTransport(u); err != nil {
 		return nil, err
@@ -233,6 +235,7 @@ func (c *ResilientClient) init(target string) {
 		c.storeWriter = &storeWriter{}
 	}
 	c.lifetime, c.stop = context.WithCancel(context.Background())
+	c.messages.Init((*messagesHost)(c))
 	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.share(c.deadlines)
 	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
@@ -363,7 +366,7 @@ func (c *ResilientClient) Close() error {
 		if c.oauth != nil {
 			c.oauth.Close()
 		}
-		c.notifications.close()
+		c.messages.Close()
 		c.notifier.wait()
 		if c.ownTransport != nil {
 			c.closeIdleConnections()
@@ -414,34 +417,7 @@ func (c *ResilientClient) closeIdleConnections() {
 // opens it on the sessions in service, and every later session opens with
 // it.
 func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) {
-	c.notifications.add(handler)
-	// Sessions opened before the first handler have no event stream to
-	// carry notifications: open it now (F32). Later ones open with it.
-	for _, s := range c.pool.Values() {
-		c.listenLate(s)
-	}
-}
-
-// onServerNotification receives every session's notifications, on its
-// reader: it must not block.
-func (c *ResilientClient) onServerNotification(n mcp.JSONRPCNotification) {
-	c.invalidateListings(n)
-	switch n.Method {
-	case mcp.MethodNotificationToolsListChanged:
-		c.markToolsStale()
-	case string(mcp.MethodNotificationProgress):
-		if !c.onProgress(n) {
-			c.notifications.dropped.Add(1)
-			c.log.Warn("progress dropped: the call's OnProgress is too slow", "token", n.Params.AdditionalFields["progressToken"])
-		}
-	}
-	c.dispatchNotification(n)
-}
-
-func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {
-	if !c.notifications.deliver(n) {
-		c.log.Warn("notification dropped: handlers are too slow", "method", n.Method)
-	}
+	c.messages.OnNotification(handler)
 }
 
 // ProtocolVersion is the protocol version negotiated by the session in

@@ -46,8 +46,7 @@
 //	options.go      the options; calloptions.go: a call's own
 //	errors.go       what a call's error says; state.go, stats.go
 //	session.go      a session's life: dial, open, lose, release
-//	restore.go      what every new session is told again; discover.go and
-//	                version.go: the protocol era; affinity.go: load balancers
+//	discover.go     and version.go: the protocol era; affinity.go: load balancers
 //	stdio.go        NewStdio: the supervision of a server that is a process;
 //	                the process itself is client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
@@ -56,10 +55,15 @@
 //	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
 //	                taskstore.go: the ids of tasks not yet delivered;
 //	                the stores' types and file stores are client/store
-//	progress.go     which calls progress governs, notifications/cancelled;
-//	                a call's progress itself is client/internal/progress
-//	elicitation.go  the defaults of elicitation forms
-//	notify.go       the server's notifications; eventstream.go, listen.go
+//	progress.go     which calls progress governs; a call's progress itself
+//	                is client/internal/progress
+//	messages.go     the server's messages outside calls, whose room is
+//	                client/internal/notify: the notifications and their
+//	                handlers, the event stream and subscriptions/listen
+//	                streams (Listen), what every new session is told again
+//	                (restore.go there), the registry that routes progress,
+//	                notifications/cancelled, the elicitation defaults
+//	                (elicitation.go: the transport that declares them)
 //	observe*.go     the observers; observer.go, and their types in client/observe
 //	parity.go       the methods of mcp-go's *client.Client; iter.go
 //	oauth.go        authorization; cookies.go, paramheaders.go, schemas.go,

@@ -247,8 +247,8 @@ type listingEntries struct {
 	storeRead   bool              // the store was read (once per client, when a stale answer is first wanted)
 	staleLogged bool              // a stale answer was logged since the last fresh one
 	// listen: an answer with a ttl was cached, so the stateless era's
-	// sessions listen for the list changes that end it (subscriptionFilter).
-	// Atomic, not guarded: read under a session's listenMu.
+	// sessions listen for the list changes that end it (notify.Messages.SubscriptionFilter).
+	// Atomic, not guarded: read under a session's notify.Streams.mu.
 	listen atomic.Bool
 }
 
@@ -437,7 +437,7 @@ func rememberListing[T any](c *ResilientClient, sp *listingSpec[T], res T, gen u
 		// In the stateless era, notifications come only as asked for.
 		for _, s := range c.pool.Values() {
 			if !s.sessionEra {
-				c.relisten(s)
+				c.messages.Relisten(s)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
@@ -44,20 +44,14 @@ type session struct {
 	// answers counts the requests it answered, up to
 	// policy.ProvenAnswers: whether its replica keeps it (affinity.go).
 	answers atomic.Int32
-	// stream follows the session's GET event stream (eventstream.go);
-	// listening: the stream is open or being opened, by mcp-go or by the
-	// client.
-	stream    *streamWatch
-	listening atomic.Bool
-	proc      *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
-	hot       *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
+	proc    *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
+	hot     *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
 
-	ctx        context.Context // ends at close; the listen stream runs under it
-	cancel     context.CancelFunc
-	listenGen  atomic.Uint64      // which relisten owns the stream
-	listenMu   sync.Mutex         // orders relistens; outside memory.mu and listens.mu (see ResilientClient)
-	listenStop context.CancelFunc // ends the stream of the last relisten
-	listeners  sync.WaitGroup     // listen loops
+	ctx    context.Context // ends at close; the listen stream runs under it
+	cancel context.CancelFunc
+	// streams: its GET event stream and its subscriptions/listen stream
+	// (client/internal/notify).
+	streams notify.Streams
 }
 
 // health is the session's monitor. It is set before the session goes into
@@ -96,7 +90,7 @@ func (s *session) sse() *sse.Transport {
 
 func (s *session) close() {
 	s.cancel()
-	s.listeners.Wait()
+	s.streams.Wait()
 	if m := s.monitor.Load(); m != nil {
 		m.Stop()
 	}
@@ -289,7 +283,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		return nil, err
 	}
 	s.member = member
-	if err := c.restore(ctx, s); err != nil {
+	if err := c.messages.Restore(ctx, s); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -348,7 +342,7 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict
 // learn the era and another to listen.
 func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 	req := c.initRequest()
-	listen := c.wantsEventStream()
+	listen := c.messages.WantsEventStream()
 	if c.spoken.Load() == speaksSessionEra {
 		s, _, err := c.openWith(ctx, req, sessionEraOnly, listen)
 		if err == nil || !isPermanent(err) {
@@ -435,14 +429,14 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 	if extra != nil {
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
-	mc := mcpclient.NewClient(c.transportFor(tr), opts...)
+	mc := mcpclient.NewClient(transportFor(tr, c.elicitationDefaults), opts...)
 	// mcp-go's event stream, if it listens, goes out under this context:
 	// the tracker tells the watch how the server answers it.
-	startCtx, watch := c.watchStream(c.lifetime)
+	startCtx, watch := c.messages.WatchStream(c.lifetime)
 	if err := mc.Start(startCtx); err != nil {
 		return nil, nil, err
 	}
-	mc.OnNotification(c.onServerNotification)
+	mc.OnNotification(c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	discovered := tr.take()
 	if err != nil {
@@ -485,12 +479,11 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		version:    version,
 		result:     res,
 		request:    req,
-		stream:     watch,
 		opened:     time.Now(),
 	}
-	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
+	s.streams.SetListening(listen && s.sessionEra) // the stateless era has no GET stream
 	s.hot = c.hotPathFor(s, tr, hc)
-	watch.session.Store(s)
+	s.streams.Watch(watch, s)
 	// Not derived from c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
 	// leave a map of children behind in it, for every client.

@@ -122,7 +122,7 @@ func (c *ResilientClient) openSSE(ctx context.Context, req *mcp.InitializeReques
 		_ = mc.Close()
 		return nil, sseStartError(err)
 	}
-	mc.OnNotification(c.onServerNotification)
+	mc.OnNotification(c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		_ = mc.Close()
@@ -137,7 +137,7 @@ func (c *ResilientClient) openSSE(ctx context.Context, req *mcp.InitializeReques
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now()}
 	// Notifications come on the session's stream, always.
-	s.listening.Store(true)
+	s.streams.SetListening(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	tr.SetLostHandler(func(cause error) { c.replace(s, cause) })
 	if lost := tr.Lost(); lost != nil {

@@ -142,7 +142,7 @@ func (c *ResilientClient) Stats() Stats {
 		OutcomeUnknown:        c.stats.outcomeUnknown.Load(),
 		Unavailable:           c.stats.unavailable.Load(),
 		AuthorizationRequired: c.stats.authReqd.Load(),
-		DroppedNotifications:  c.notifications.dropped.Load(),
+		DroppedNotifications:  c.messages.Dropped(),
 		WrongAnswers:          c.stats.wrongAnswers.Load(),
 		FailedFast:            c.stats.failedFast.Load(),
 		SessionsOpened:        c.stats.sessionsOpened.Load(),

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
@@ -96,9 +97,9 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	}
 	so := o.stdioOpts().withDefaults()
 	var elicitationDefaults bool
-	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger, notifications: newDispatcher(),
+	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger,
 		obs: newObservers(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)})}
 	if c.obs != nil {
 		c.obs.server.Port = 0
@@ -354,7 +355,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	if err := mc.Start(c.lifetime); err != nil {
 		return fail(err)
 	}
-	mc.OnNotification(c.onServerNotification)
+	mc.OnNotification(c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
@@ -371,7 +372,7 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: p}
 	// Notifications come on stdout, always: no event stream to open.
-	s.listening.Store(true)
+	s.streams.SetListening(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := p.Attach(func(cause error) { c.replace(s, cause) }); err != nil {
 		s.close()
@@ -406,13 +407,10 @@ func (c *ResilientClient) checkIdle() {
 		return
 	}
 	sup := c.stdio
-	subs, _ := c.memory.snapshot()
-	c.listens.mu.Lock()
-	listening := len(c.listens.filters) > 0
-	c.listens.mu.Unlock()
+	listening := c.messages.Listening() // subscribed, or listening
 	sup.idleMu.Lock()
 	calls := c.stats.calls.Load()
-	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || len(subs) > 0 || listening
+	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || listening
 	sup.idleCalls = calls
 	if busy {
 		sup.idleTimer.Reset(sup.opts.idleStop)

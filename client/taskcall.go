@@ -294,7 +294,7 @@ func (c *ResilientClient) runTask(ctx context.Context, req *mcp.CallToolRequest,
 	// A task call is long by choice: its bound is the caller's deadline,
 	// else WithMaxCallDuration; WithCallTimeout bounds each request.
 	var pc *progressCall
-	idle, onProgress, followed := c.governs(o)
+	idle, onProgress, followed := governs(c.opts.progressTimeout, o)
 	if followed {
 		pc = new(progressCall)
 		ctx, _ = c.bound(ctx, pc, idle, onProgress, true)
@@ -332,7 +332,7 @@ func (c *ResilientClient) createTask(ctx context.Context, req *mcp.CallToolReque
 	if p.Task == nil {
 		p.Task = &mcp.TaskParams{}
 	}
-	params, ok := objectFields(p)
+	params, ok := wire.ObjectFields(p)
 	if !ok {
 		return nil, nil, fmt.Errorf("resilientmcp: tools/call %s: the request's params are not a JSON object", p.Name)
 	}

@@ -209,7 +209,7 @@ func (c *ResilientClient) refreshTools(ctx context.Context, s *session) {
 		// len(res.Tools), not len(fresh): fresh is the cache now, which a
 		// page listed meanwhile may be adding to.
 		c.log.Info("the server's tools changed across the reconnect", "tools", len(res.Tools))
-		c.dispatchNotification(mcp.JSONRPCNotification{
+		c.messages.Dispatch(mcp.JSONRPCNotification{
 			JSONRPC:      mcp.JSONRPC_VERSION,
 			Notification: mcp.Notification{Method: mcp.MethodNotificationToolsListChanged},
 		})

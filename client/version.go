@@ -137,9 +137,9 @@ func declareVersion(req transport.JSONRPCRequest, version string) transport.JSON
 }
 
 func requestMeta(params any) (map[string]json.RawMessage, bool) {
-	fields, ok := objectFields(params)
+	fields, ok := wire.ObjectFields(params)
 	if !ok || fields["_meta"] == nil {
 		return nil, false
 	}
-	return objectFields(fields["_meta"])
+	return wire.ObjectFields(fields["_meta"])
 }
