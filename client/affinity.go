@@ -38,8 +38,8 @@ func (e *noAffinityError) Unwrap() error        { return e.last }
 
 // affinityHeld is the error a dial of member fails with at once while a
 // verdict of no affinity holds, nil otherwise.
-func (c *ResilientClient) affinityHeld(member int) error {
-	a := &c.members[member].affinity
+func (ss *sessions) affinityHeld(member int) error {
+	a := &ss.members[member].affinity
 	if until := a.heldUntil.Load(); until == 0 || time.Now().UnixNano() >= until {
 		return nil
 	}
@@ -54,8 +54,8 @@ func (c *ResilientClient) affinityHeld(member int) error {
 // noteLossForAffinity counts a session of member lost (young, for cause)
 // towards a verdict of no affinity, and returns the verdict's error if
 // there is one now.
-func (c *ResilientClient) noteLossForAffinity(member int, young bool, cause error) error {
-	a := &c.members[member].affinity
+func (ss *sessions) noteLossForAffinity(member int, young bool, cause error) error {
+	a := &ss.members[member].affinity
 	if !young {
 		return nil
 	}
@@ -63,27 +63,27 @@ func (c *ResilientClient) noteLossForAffinity(member int, young bool, cause erro
 	if !policy.NoAffinity(n) {
 		return nil
 	}
-	v := &noAffinityError{young: n, last: cause, report: c.affinityReported.CompareAndSwap(false, true)}
+	v := &noAffinityError{young: n, last: cause, report: ss.affinityReported.CompareAndSwap(false, true)}
 	a.verdict.Store(v)
 	a.heldUntil.Store(time.Now().Add(policy.NoAffinityHold).UnixNano())
 	if v.report {
-		c.log.Error("the deployment needs session affinity: sessions expire within their first requests; calls fail with ErrNoAffinity, and a session is tried again every "+policy.NoAffinityHold.String(),
-			"endpoint", c.endpoint, "member", member, "sessions_lost_young", n, "last", describe(cause))
+		ss.c.log.Error("the deployment needs session affinity: sessions expire within their first requests; calls fail with ErrNoAffinity, and a session is tried again every "+policy.NoAffinityHold.String(),
+			"endpoint", ss.c.endpoint, "member", member, "sessions_lost_young", n, "last", describe(cause))
 	}
 	return v
 }
 
 // answered counts an answer on s, up to what proves that its replica keeps
 // it: from then on it is one atomic load a call.
-func (c *ResilientClient) answered(s *session) {
+func (ss *sessions) answered(s *session) {
 	if s.answers.Load() >= policy.ProvenAnswers || s.answers.Add(1) != policy.ProvenAnswers {
 		return
 	}
-	a := &c.members[s.member].affinity
+	a := &ss.members[s.member].affinity
 	if a.young.Load() != 0 || a.heldUntil.Load() != 0 {
 		a.young.Store(0)
 		a.heldUntil.Store(0)
-		c.affinityReported.Store(false)
+		ss.affinityReported.Store(false)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
@@ -27,7 +28,7 @@ import (
 // breaker: a client has none until its first outage (outage), so an idle
 // client that never lost its server pays a pointer for it.
 type breaker struct {
-	c     *ResilientClient
+	ss    *sessions
 	after time.Duration // WithFailFastAfter
 	// since is when the outage began, in UnixNano; 0: none.
 	since atomic.Int64
@@ -44,21 +45,21 @@ type breaker struct {
 
 // outage is the client's breaker, made on first need; nil with the breaker
 // off.
-func (c *ResilientClient) outage() *breaker {
-	if c.opts.failFastAfter == 0 {
+func (ss *sessions) outage() *breaker {
+	if ss.c.opts.failFastAfter == 0 {
 		return nil
 	}
-	if b := c.brk.Load(); b != nil {
+	if b := ss.brk.Load(); b != nil {
 		return b
 	}
-	c.brk.CompareAndSwap(nil, &breaker{c: c, after: c.opts.failFastAfter})
-	return c.brk.Load()
+	ss.brk.CompareAndSwap(nil, &breaker{ss: ss, after: ss.c.opts.failFastAfter})
+	return ss.brk.Load()
 }
 
 // changed tells the state notifier (and through it the log and the
 // observers) that the breaker opened or closed; under mu.
 func (b *breaker) changed(open bool, since time.Time) {
-	b.c.notifier.push(stateEvent{breaker: &BreakerState{Open: open, OutageSince: since}})
+	b.ss.notifier.push(stateEvent{breaker: &observe.BreakerState{Open: open, OutageSince: since}})
 }
 
 // failed is told of a failure that counts as an outage, at a moment when
@@ -92,7 +93,7 @@ func (b *breaker) trip() {
 	b.open.Store(true)
 	b.changed(true, time.Unix(0, since))
 	b.mu.Unlock()
-	b.c.pool.Wake()
+	b.ss.pool.Wake()
 }
 
 // reached is told that the server is there: a session went into service,
@@ -152,15 +153,15 @@ func (e *failedFast) Error() string { return e.why }
 // whileNoSession is the pool's StopWaiting: asked by a call waiting for a
 // session (ctx is the call's), each time the pool changes; nil to go on
 // waiting.
-func (c *ResilientClient) whileNoSession(ctx context.Context, w pool.Waiting) error {
-	if err := c.crashLoopFailFast(); err != nil {
+func (ss *sessions) whileNoSession(ctx context.Context, w pool.Waiting) error {
+	if err := ss.crashLoopFailFast(); err != nil {
 		return err
 	}
 	failFast := false
 	if o := callOptionsOf(ctx); o != nil {
 		failFast = o.failFast
 	}
-	b := c.brk.Load()
+	b := ss.brk.Load()
 	switch policy.WhileNoSession(failFast, w.Failed, b.isOpen()) {
 	case policy.FailFastNoSession:
 		return &failedFast{why: "no session, and the last dial failed (FailFast)", last: w.Last}
@@ -178,21 +179,21 @@ func (c *ResilientClient) whileNoSession(ctx context.Context, w pool.Waiting) er
 // noteOutcome tells the circuit breaker what a failure says of the
 // server: an outage, if it left no session in service; that the server is
 // there, if it answered as only a live server does.
-func (c *ResilientClient) noteOutcome(v policy.Verdict) {
+func (ss *sessions) noteOutcome(v policy.Verdict) {
 	switch {
 	case v.Outage():
-		if !c.anyReady() {
-			c.outage().failed(time.Now())
+		if !ss.anyReady() {
+			ss.outage().failed(time.Now())
 		}
 	case v.Class == policy.ServerError, v.Class == policy.AuthRequired, v.Class == policy.Expired, v.Class == policy.Rejected, v.Busy:
-		c.brk.Load().reached()
+		ss.brk.Load().reached()
 	}
 }
 
 // anyReady reports whether a session is in service.
-func (c *ResilientClient) anyReady() bool {
-	for i := range c.members {
-		if fromPoolState(pool.State(c.members[i].pool.Load())) == Ready {
+func (ss *sessions) anyReady() bool {
+	for i := range ss.members {
+		if fromPoolState(pool.State(ss.members[i].pool.Load())) == Ready {
 			return true
 		}
 	}

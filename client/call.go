@@ -8,6 +8,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
@@ -24,30 +25,30 @@ import (
 //
 // A nil body is a call the listing cache answers: it is not deposited
 // into the retry budget, which grows with the calls that reach the
-// pipeline (callRun), not with those the cache answers (listings.go).
+// pipeline (callRun), not with those the cache answers (listings.Get).
 // body's context is the one the observers gave the call: its result is
 // told them there (toolResult).
 func (c *ResilientClient) call(ctx context.Context, method, tool string, body func(context.Context) error) error {
-	ctx = c.obs.startCall(ctx, method, tool)
+	ctx = c.obs.StartCall(ctx, method, tool)
 	if c.closed.Load() {
-		c.obs.endCall(ctx, ErrClosed)
+		c.obs.EndCall(ctx, ErrClosed)
 		return ErrClosed
 	}
-	c.stats.calls.Add(1)
-	c.stats.inFlight.Add(1)
+	c.stats.Calls.Add(1)
+	c.stats.InFlight.Add(1)
 	var err error
 	if body == nil {
-		c.stats.cacheHits.Add(1)
-		c.obs.fromCache(ctx, false)
+		c.stats.CacheHits.Add(1)
+		c.obs.FromCache(ctx, false)
 	} else {
 		c.opts.retryBudget.Deposit()
 		err = body(ctx)
 	}
-	c.stats.inFlight.Add(-1)
+	c.stats.InFlight.Add(-1)
 	if err != nil {
-		c.stats.record(err)
+		c.stats.Record(errorClass(err))
 	}
-	c.obs.endCall(ctx, err)
+	c.obs.EndCall(ctx, err)
 	return err
 }
 
@@ -95,9 +96,9 @@ type callRun struct {
 	c        *ResilientClient
 	st       *callState
 	tries    retries
-	tool     string        // "" but for a tools/call
-	repeat   policy.Repeat // WithRepeat's, else policy.RepeatByNature
-	ct       *callTrace    // the observers' view of the call; nil without observers
+	tool     string           // "" but for a tools/call
+	repeat   policy.Repeat    // WithRepeat's, else policy.RepeatByNature
+	ct       *observers.Trace // the observers' view of the call; nil without observers
 	deadline time.Time
 	sent     time.Time // when the last attempt was sent
 	// progress is what the requests report to, nil if nothing follows
@@ -147,7 +148,7 @@ func (c *ResilientClient) startRun(r *callRun, ctx context.Context, method, tool
 		r.st = new(callState)
 		ctx, r.stop = c.bound(ctx, nil, 0, nil, false)
 	}
-	r.c, r.tool, r.repeat, r.ct = c, tool, repeat, c.obs.callOf(ctx)
+	r.c, r.tool, r.repeat, r.ct = c, tool, repeat, c.obs.CallOf(ctx)
 	r.deadline, _ = ctx.Deadline()
 	r.tries = retries{method: method, Retries: policy.Retries{Max: c.opts.maxAttempts, PoolSize: c.opts.poolSize, NewBackOff: c.opts.newBackOff, RetryableRPC: c.opts.retryableRPC}}
 	r.st.ex.Init()
@@ -201,19 +202,19 @@ func (r *callRun) run(ctx context.Context, send sendFunc) error {
 // waits for another (probeFailed).
 func (r *callRun) acquire(ctx context.Context) (*session, error) {
 	c, tries := r.c, &r.tries
-	if c.brk.Load().isOpen() {
-		if err := c.whileNoSession(ctx, pool.Waiting{}); err != nil {
+	if c.sess.brk.Load().isOpen() {
+		if err := c.sess.whileNoSession(ctx, pool.Waiting{}); err != nil {
 			tries.CtxErr = ctx.Err()
 			return nil, r.acquireFailed(err)
 		}
 	}
-	if err := c.pool.AcquireInto(ctx, &r.st.lease); err != nil {
+	if err := c.sess.pool.AcquireInto(ctx, &r.st.lease); err != nil {
 		tries.CtxErr = ctx.Err()
 		return nil, r.acquireFailed(err)
 	}
 	s := r.st.lease.Value()
 	doubted := tries.Doubts(s.opened)
-	if err := c.probeBeforeUse(ctx, s, doubted); err != nil {
+	if err := c.sess.probeBeforeUse(ctx, s, doubted); err != nil {
 		r.st.lease.Release()
 		return nil, r.probeFailed(ctx, s, err)
 	}
@@ -234,16 +235,16 @@ func (r *callRun) send(ctx context.Context, s *session, send sendFunc) error {
 		p.Sending()
 	}
 	r.sent = time.Now()
-	err := send(ct.attempt(ctx, s), s)
+	err := send(ct.Attempt(ctx, s), s)
 	if p != nil {
 		p.Sent()
 	}
 	r.st.lease.Release()
 	if err == nil {
-		ct.answered()
+		ct.Answered()
 		s.health().Touch()
 		s.markServed()
-		r.c.answered(s)
+		r.c.sess.answered(s)
 	}
 	return err
 }
@@ -265,7 +266,7 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	if v.Cause != nil {
 		err = v.Cause
 	}
-	ct.attempted(err, v, tries.CtxErr)
+	ct.Attempted(err, v, tries.CtxErr)
 	if c.closed.Load() {
 		// Close closed the session under the call.
 		tries.AfterClose(v)
@@ -275,16 +276,16 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 		// The replay decision does not rest on annotations from before
 		// the loss: the tools are listed again (once, for every call
 		// that needs them).
-		c.doubtTools(r.sent)
+		c.listings.DoubtTools(r.sent)
 	}
 	safe := func() bool {
-		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.toolSafe(ctx, tool) })
+		return policy.SafeToRepeat(r.repeat, func() bool { return tool == "" || c.listings.ToolSafe(ctx, tool) })
 	}
 	a := tries.After(v, safe, r.deadline)
 	if a.Discard != policy.NoLoss {
 		r.st.lease.Discard(&lostError{kind: a.Discard, err: err})
 	}
-	c.noteOutcome(v)
+	c.sess.noteOutcome(v)
 	if r.ownProgress {
 		if r.progress.Idle() > 0 && tries.CtxErr != nil && v.Sent {
 			// A call governed by progress ended by its idle timeout or
@@ -304,7 +305,7 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 		c.closeIdleConnections()
 	}
 	if a.Refused {
-		ct.replayRefused()
+		ct.ReplayRefused()
 		c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
 	}
 	if a.End != policy.Continue {
@@ -312,17 +313,17 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	}
 	if a.Reconnect {
 		c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
-		ct.retry(false, false, a.Discard)
+		ct.Retry(false, false, a.Discard)
 		return nil
 	}
 	if a.Budget && !c.opts.retryBudget.TryWithdraw() {
 		return tries.fail("retry budget exhausted", err)
 	}
 	if a.Expired {
-		c.stats.replays.Add(1)
+		c.stats.Replays.Add(1)
 	}
-	c.stats.retries.Add(1)
-	ct.retry(a.Expired, v.MayHaveRun(), a.Discard)
+	c.stats.Retries.Add(1)
+	ct.Retry(a.Expired, v.MayHaveRun(), a.Discard)
 	c.log.Info("retrying", "method", method, "tool", tool, "attempt", tries.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
 	if a.Pause > 0 && a.Pause != backoff.Stop {
 		switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
@@ -371,7 +372,7 @@ func (run *callRun) probeFailed(ctx context.Context, s *session, err error) erro
 		return nil
 	}
 	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", describe(err))
-	c.replace(s, err)
+	c.sess.replace(s, err)
 	return nil
 }
 
@@ -387,7 +388,7 @@ func (run *callRun) acquireFailed(err error) error {
 	case errors.As(err, &wait):
 		return r.fail("no session before the deadline", wait)
 	case errors.As(err, &ff):
-		c.stats.failedFast.Add(1)
+		c.stats.FailedFast.Add(1)
 		return r.fail(ff.why, ff.last)
 	case isNoAffinity(err):
 		// Typed whatever the call did before: ErrUnavailable, or

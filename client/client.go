@@ -9,17 +9,15 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
-	"github.com/resilientmcp/resilientmcp/health"
-	"github.com/resilientmcp/resilientmcp/pool"
 	"github.com/resilientmcp/resilientmcp/retry"
 )
 
@@ -35,10 +33,8 @@ type ResilientClient struct {
 	httpClient   *http.Client
 	ownTransport *wire.Renewable // the Transport of the client's own HTTP client, renewed when the client goes idle; nil with WithHTTPClient
 	log          *slog.Logger
-	oauth        *auth.OAuth // WithOAuth's token source, nil without
-	obs          *observers  // WithObserver's, nil without
-
-	stdio *stdioSupervisor // NewStdio's processes (stdio.go); nil over HTTP
+	oauth        *auth.OAuth    // WithOAuth's token source, nil without
+	obs          *observers.Set // WithObserver's, nil without
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
@@ -46,61 +42,49 @@ type ResilientClient struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	pool    *pool.Pool[*session]
-	initReq atomic.Pointer[mcp.InitializeRequest]
-
 	// messages: the server's messages outside calls: notifications and
 	// their handlers, the streams that carry them, the subscriptions and
 	// logging level restored on every new session, the registry of calls
 	// followed by their progress (client/internal/notify; messages.go).
 	messages notify.Messages
-	// spoken is what the endpoint was last found to speak: speaksStateless
-	// (or not known yet), speaksSessionEra (the last session negotiated
-	// opened in the session era), speaksSSE (HTTP+SSE: NewSSE's, or found
-	// by WithSSEFallback, for good). One word for the three, for the size
-	// of the client (TestClientSizeClass).
-	spoken atomic.Int32
-	// affinityReported: a verdict of no affinity was logged and told to
-	// the observers since a session last proved affinity (affinity.go).
-	affinityReported atomic.Bool
 
-	brk atomic.Pointer[breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	listings    listings.Cache   // the server's tools, for the replay decision, and the cache of listings and reads (listinghost.go)
+	credentials wire.Credentials // the credential last sent, keying private answers (listings.Cache); the HTTP chain's
 
-	tools       toolCache        // the server's tools, for the replay decision, and the cache of listings (listings.go)
-	credentials wire.Credentials // the credential last sent, keying private answers (listings.go); the HTTP chain's
-
-	storeWriter *storeWriter   // writes to WithListingStore's store (listingstore.go); nil without one
-	background  sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
+	background sync.WaitGroup // the goroutines the client starts for itself, which Close waits for (see backgroundMu)
 
 	// backgroundMu is goBackground's, held while it checks closed and adds
-	// to background. background counts the listings of tools (fetchTools),
-	// the listing store's writer (storeWriter), and, through goBackground,
-	// the notifications/cancelled of an abandoned request (notify's TellCancelled)
-	// and the tasks/cancel of an abandoned task (taskAbandoned). None
-	// starts once Close has set closed: the first two add to background
-	// under toolCache.mu, goBackground under backgroundMu, and Close takes
-	// each lock once, as a barrier, before it waits.
+	// to background. background counts the listings of tools and the
+	// listing store's writer (listings.Cache, through the host's
+	// StartBackground), and, through goBackground, the
+	// notifications/cancelled of an abandoned request (notify's
+	// TellCancelled) and the tasks/cancel of an abandoned task
+	// (taskAbandoned). None starts once Close has set closed: each adds to
+	// background under backgroundMu, and Close takes it once, as a
+	// barrier, before it waits.
 	backgroundMu sync.Mutex
 
 	parity              parity // what mcp-go's *client.Client methods read; see parity.go
 	elicitationDefaults bool   // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
+	stats observers.Counters
+
 	// Lock order of the whole client, outermost first. Four chains:
 	//
-	//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
-	//     notifier.mu;
-	//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
-	//     notifier.mu (the breaker's openings and closings, in order);
+	//   - the sessions' two, documented on sessions (session.go): the
+	//     pool's lock → sessions.stateMu → the notifier's, and the pool's
+	//     lock → the breaker's → the notifier's;
 	//   - a session's notify.Streams.mu → the memory's mu, then the
 	//     listens' mu (taken one after the other, never together; see
 	//     notify.Messages);
-	//   - storeWriter.mu → toolCache.mu (the Close barrier, listingstore.go).
+	//   - the listing store writer's mu → backgroundMu (the Close barrier,
+	//     listings.Cache).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
-	// notify.Dispatcher.mu (the notifications'), toolCache.mu, backgroundMu,
+	// notify.Dispatcher.mu (the notifications'), listings.Cache.mu, backgroundMu,
 	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
-	// a call trace's (observe.go),
+	// a call trace's (observers.Trace's),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
 	// handed to net/http, and taken exclusively only by TryLock, so it
 	// never waits on one), and the health monitor's, the retry budget's and
@@ -109,11 +93,10 @@ type ResilientClient struct {
 	// the logger's handler, the grant store), under any lock of the
 	// client: the notifier and the dispatcher call handlers from their own
 	// goroutines.
-	stateMu  sync.Mutex    // orders state computations and their notifications
-	state    atomic.Int32  // State, as last computed
-	members  []memberState // by pool member
-	notifier stateNotifier
-	stats    counters
+	//
+	// sess is the sessions' life: the pool, dial and open, probes, the
+	// breaker, affinity, and the connectivity state (session.go).
+	sess sessions
 }
 
 var _ mcpclient.MCPClient = (*ResilientClient)(nil)
@@ -148,7 +131,7 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, obs: newObservers(o.observing, u)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, obs: observers.New(o.observing, u, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
 	if err := c.configureTransport(u); err != nil {
 		return nil, err
@@ -182,40 +165,25 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	chain := wire.Chain{
 		Transport: base.Transport,
 		Own:       c.ownTransport != nil,
-		Observer:  c.obs.layer(),
+		Observer:  c.obs.Layer(),
 		Token: func(next http.RoundTripper) http.RoundTripper {
 			if layer := c.authLayer(next, u); layer != nil {
 				return layer
 			}
 			return next
 		},
-		Limit: o.maxResponseBytes, Log: o.logger, WrongAnswers: &c.stats.wrongAnswers,
+		Limit: o.maxResponseBytes, Log: o.logger, WrongAnswers: &c.stats.WrongAnswers,
 		Headers: o.headers, // on every request, the session's DELETE at Close too
 	}
 	if !o.listingCacheOff {
 		// The credential each request went out with keys the private
-		// answers it brings (listings.go).
+		// answers it brings (listings.Cache).
 		chain.Credentials = &c.credentials
 	}
 	hc := *base
 	hc.Transport = chain.Build()
 	c.httpClient = &hc
 	return nil
-}
-
-// transportOptions are the options of a session's mcp-go transport, made
-// for each dial rather than kept: an idle client would hold them, and
-// their closures, for good (BenchmarkIdleClients).
-func (c *ResilientClient) transportOptions() []transport.StreamableHTTPCOption {
-	topts := []transport.StreamableHTTPCOption{
-		transport.WithHTTPBasicClient(c.httpClient),
-		transport.WithHTTPHeaders(c.opts.headers),
-		transport.WithHTTPLogger(c.opts.logger),
-	}
-	if c.opts.headerFunc != nil {
-		topts = append(topts, transport.WithHTTPHeaderFunc(c.opts.headerFunc))
-	}
-	return topts
 }
 
 // init makes what every client has, over HTTP or stdio: its lifetime, the
@@ -231,116 +199,16 @@ func (c *ResilientClient) init(target string) {
 	if o.taskStore == nil {
 		o.taskStore = newMemoryTaskStore()
 	}
-	if o.listings.store != nil {
-		c.storeWriter = &storeWriter{}
-	}
+	c.listings.Init((*listingHost)(c))
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.messages.Init((*messagesHost)(c))
 	c.deadlines = newSharedDeadlines(o.callTimeout)
-	c.obs.share(c.deadlines)
-	c.notifier.handler, c.notifier.log, c.notifier.observers = o.stateHandler, o.logger, c.obs
-	c.members = make([]memberState, o.poolSize)
-	c.pool = pool.New(c.poolConfig(target))
-}
-
-// poolConfig is the configuration of the client's pool of sessions: how
-// a member's session is dialed (dial) and released (closeSession), and
-// what the pool asks the client of a failure. target names the server in
-// the log.
-func (c *ResilientClient) poolConfig(target string) pool.Config[*session] {
-	o := &c.opts
-	return pool.Config[*session]{
-		Size:       o.poolSize,
-		Dial:       c.dial,
-		NewBackOff: o.newBackOff,
-		Release:    c.closeSession,
-		OnState:    c.onMemberState,
-		// An expired session answers what is in flight on it itself
-		// (404, 400): it is closed when they are done. A dead, hung or
-		// corrupt one is closed at once, which ends what is in flight
-		// (F5, F18) so that safe calls are sent again.
-		Drain: func(cause error) bool {
-			var lost *lostError
-			return errors.As(cause, &lost) && lost.kind.Drains()
-		},
-		RetryAfter: func(err error) time.Duration {
-			var busy *health.BusyError
-			if errors.As(err, &busy) {
-				return busy.After
-			}
-			return 0
-		},
-		StopWaiting: c.whileNoSession,
-		OnDialError: func(member int, err error, next time.Duration) {
-			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
-				return // said once (affinity.go)
-			}
-			c.log.Warn("dial failed", "endpoint", target, "member", member, "err", err, "retry_in", next)
-			c.obs.dialFailed(err, next)
-			c.noteOutcome(dialVerdict(err, c.closed.Load()))
-		},
-	}
-}
-
-// initRequest is the request sessions are initialized with: the caller's
-// from Initialize, or one built from WithClientInfo.
-func (c *ResilientClient) initRequest() *mcp.InitializeRequest {
-	if r := c.initReq.Load(); r != nil {
-		return r
-	}
-	r := &mcp.InitializeRequest{}
-	r.Params.ClientInfo = c.opts.implementation()
-	if c.initReq.CompareAndSwap(nil, r) {
-		return r
-	}
-	return c.initReq.Load()
+	c.obs.Share(c.deadlines.get)
+	c.sess.init(c, target)
 }
 
 // State reports the client's connectivity.
-func (c *ResilientClient) State() State { return State(c.state.Load()) }
-
-// memberState is what State is computed from, for one pool member.
-type memberState struct {
-	pool     atomic.Int32 // pool.State
-	degraded atomic.Bool  // its session in service is failing probes
-	observed atomic.Int32 // State, as last told to the observers
-	affinity affinity     // see affinity.go
-}
-
-// onMemberState is called with the pool's lock held: it must not call the
-// pool.
-func (c *ResilientClient) onMemberState(member int, _, to pool.State) {
-	c.members[member].pool.Store(int32(to))
-	if to == pool.Ready {
-		c.members[member].degraded.Store(false) // a new session has failed nothing yet
-		c.brk.Load().reached()
-	}
-	c.refreshState()
-}
-
-// refreshState recomputes State, the best state among the members, and
-// reports a change.
-func (c *ResilientClient) refreshState() {
-	c.stateMu.Lock()
-	defer c.stateMu.Unlock()
-	next := Closed
-	for i := range c.members {
-		m := &c.members[i]
-		st := fromPoolState(pool.State(m.pool.Load()))
-		if st == Ready && m.degraded.Load() {
-			st = Degraded
-		}
-		c.noteMember(m, st)
-		if next == Closed || rank(st) > rank(next) {
-			next = st
-		}
-	}
-	if prev := State(c.state.Swap(int32(next))); prev != next {
-		// Logged by the notifier too: the logger's handler is the user's
-		// code, and this runs under the pool's lock.
-		c.notifier.notify(prev, next)
-	}
-}
+func (c *ResilientClient) State() State { return State(c.sess.state.Load()) }
 
 // Close ends the client: calls in flight return with ErrClosed, the reconnect
 // loop stops, the session is ended (DELETE in the session era, bounded to a
@@ -351,23 +219,20 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
-		c.brk.Load().stop()
+		c.sess.brk.Load().stop()
 		c.deadlines.close()
 		// Nothing of the client's own starts once closed is seen under
-		// these two locks (see backgroundMu): a barrier each, then the wait.
-		c.tools.mu.Lock()
-		//lint:ignore SA2001 an empty critical section: a barrier
-		c.tools.mu.Unlock()
+		// this lock (see backgroundMu): a barrier, then the wait.
 		c.backgroundMu.Lock()
 		//lint:ignore SA2001 an empty critical section: a barrier
 		c.backgroundMu.Unlock()
-		c.pool.Close()
+		c.sess.pool.Close()
 		c.background.Wait()
 		if c.oauth != nil {
 			c.oauth.Close()
 		}
 		c.messages.Close()
-		c.notifier.wait()
+		c.sess.notifier.wait()
 		if c.ownTransport != nil {
 			c.closeIdleConnections()
 		}
@@ -424,7 +289,7 @@ func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) 
 // service, or "" when there is none. It is decided again on every
 // re-initialization.
 func (c *ResilientClient) ProtocolVersion() string {
-	if vs := c.pool.Values(); len(vs) > 0 {
+	if vs := c.sess.pool.Values(); len(vs) > 0 {
 		return vs[0].version
 	}
 	return ""

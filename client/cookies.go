@@ -58,8 +58,8 @@ func (j *sessionJar) Cookies(u *url.URL) []*http.Cookie {
 // shared one, with a cookie jar of the session's own, or nil to use the
 // shared one as it is (cookies turned off, or a caller's client with a jar
 // of its own). The copy shares the Transport, and so the connections.
-func (c *ResilientClient) sessionHTTPClient() *http.Client {
-	if c.opts.noCookies || c.httpClient.Jar != nil {
+func (ss *sessions) sessionHTTPClient() *http.Client {
+	if ss.c.opts.noCookies || ss.c.httpClient.Jar != nil {
 		return nil
 	}
 	// One allocation for both: an idle client's heap is counted in bytes
@@ -67,7 +67,7 @@ func (c *ResilientClient) sessionHTTPClient() *http.Client {
 	withJar := &struct {
 		http.Client
 		jar sessionJar
-	}{Client: *c.httpClient}
+	}{Client: *ss.c.httpClient}
 	withJar.Client.Jar = &withJar.jar
 	return &withJar.Client
 }

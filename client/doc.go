@@ -27,9 +27,9 @@
 //
 //	call              call.go (call, do): the books of every call
 //	callRun           call.go (startRun, run); bound: its deadline and progress
-//	acquire           call.go (callRun.acquire): the breaker first (breaker.go),
-//	                  then the pool; sessions are dialed and released in session.go
-//	probe before use  health.go (probeBeforeUse), beside the keepalive prober
+//	acquire           call.go (callRun.acquire) asks the sessions (session.go):
+//	                  the breaker first (breaker.go), then their pool
+//	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
 //	send              call.go (callRun.send), with mcp-go's methods from methods.go
 //	Classify, After   client/internal/policy: the one decision; call.go
 //	                  (callRun.afterFailure) carries it out
@@ -45,13 +45,17 @@
 //	client.go       ResilientClient, New, Close, the lock order
 //	options.go      the options; calloptions.go: a call's own
 //	errors.go       what a call's error says; state.go, stats.go
-//	session.go      a session's life: dial, open, lose, release
+//	session.go      sessions, the sessions' life beside the client's: dial,
+//	                open, lose, release; health.go, breaker.go, state.go
 //	discover.go     and version.go: the protocol era; affinity.go: load balancers
-//	stdio.go        NewStdio: the supervision of a server that is a process;
-//	                the process itself is client/internal/stdio
+//	stdio.go        NewStdio: a session on a server that is a process; the
+//	                process and its supervision are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
 //	                transport is client/internal/sse
-//	listings*.go    the cache of listings and reads, and its store; tools.go
+//	listings.go     the options of the cache of listings and reads, Stale;
+//	                the cache itself, its store writer and the tools the
+//	                replay decision reads are client/internal/listings,
+//	                which listinghost.go joins to the client
 //	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
 //	                taskstore.go: the ids of tasks not yet delivered;
 //	                the stores' types and file stores are client/store
@@ -64,7 +68,9 @@
 //	                (restore.go there), the registry that routes progress,
 //	                notifications/cancelled, the elicitation defaults
 //	                (elicitation.go: the transport that declares them)
-//	observe*.go     the observers; observer.go, and their types in client/observe
+//	observer.go     WithObserver; the observers, their call traces and the
+//	                counters are client/internal/observers, their types
+//	                client/observe
 //	parity.go       the methods of mcp-go's *client.Client; iter.go
 //	oauth.go        authorization; cookies.go, paramheaders.go, schemas.go,
 //	                deadline.go: what the rest holds, each file says first

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client"
 )
 
@@ -11,13 +12,13 @@ import (
 // authorization): the user's ID token from the company's single sign-on
 // is exchanged at the identity provider for an ID-JAG, which the MCP
 // server's authorization server takes in the JWT bearer grant. No browser.
-func ExampleEnterpriseAuthorization() {
+func ExampleWithOAuth_enterprise() {
 	idToken := func(ctx context.Context) (string, error) {
 		return "the user's ID token from your SSO session", nil // refreshed there when it expires
 	}
 	c, err := client.New("https://mcp.example.com/mcp", client.WithOAuth(client.OAuthConfig{
 		ClientID: "agent", ClientSecret: "secret", // the client at the MCP server's authorization server
-		Enterprise: &client.EnterpriseAuthorization{
+		Enterprise: &auth.EnterpriseAuthorization{
 			IDToken:  idToken,
 			Issuer:   "https://sso.example.com", // its token endpoint is discovered
 			ClientID: "agent-at-the-idp",
@@ -32,9 +33,9 @@ func ExampleEnterpriseAuthorization() {
 // A service with a platform identity (workload identity federation): the
 // JWT the platform writes, and rotates, is read again for every grant.
 // No user, no secret.
-func ExampleWorkloadIdentity() {
+func ExampleWithOAuth_workload() {
 	c, err := client.New("https://mcp.example.com/mcp", client.WithOAuth(client.OAuthConfig{
-		Workload: &client.WorkloadIdentity{AssertionFile: "/var/run/secrets/tokens/mcp"},
+		Workload: &auth.WorkloadIdentity{AssertionFile: "/var/run/secrets/tokens/mcp"},
 	}))
 	if err != nil {
 		log.Fatal(err)

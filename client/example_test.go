@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
@@ -305,26 +306,26 @@ type retried struct{}
 
 type attemptsKey struct{}
 
-func (retried) StartCall(ctx context.Context, _ client.CallInfo) context.Context {
+func (retried) StartCall(ctx context.Context, _ observe.CallInfo) context.Context {
 	return context.WithValue(ctx, attemptsKey{}, new([]string))
 }
 
-func (retried) StartAttempt(ctx context.Context, a client.AttemptInfo) context.Context {
+func (retried) StartAttempt(ctx context.Context, a observe.AttemptInfo) context.Context {
 	reasons := ctx.Value(attemptsKey{}).(*[]string) // the call's, even in a resend's context
 	*reasons = append(*reasons, fmt.Sprintf("%d: %s (waited: %s)", a.Number, a.Reason, a.Waited))
 	return ctx
 }
 
-func (retried) EndAttempt(context.Context, client.AttemptEnd) {}
+func (retried) EndAttempt(context.Context, observe.AttemptEnd) {}
 
-func (retried) EndCall(ctx context.Context, end client.CallEnd) {
+func (retried) EndCall(ctx context.Context, end observe.CallEnd) {
 	if end.Attempts > 1 {
 		fmt.Printf("sent %d times: %q\n", end.Attempts, *ctx.Value(attemptsKey{}).(*[]string))
 	}
 }
 
-func (retried) HandleEvent(_ client.Server, ev client.Event) {
-	if o, ok := ev.(client.SessionOpened); ok && o.Reason == client.OpenReinitialize {
+func (retried) HandleEvent(_ observe.Server, ev observe.Event) {
+	if o, ok := ev.(observe.SessionOpened); ok && o.Reason == observe.OpenReinitialize {
 		fmt.Println("session re-initialized")
 	}
 }

@@ -31,17 +31,17 @@ func (e *probeError) Unwrap() error { return e.err }
 
 // checkSession probes s, once more on a fresh connection when the policy
 // says the failure may be only the pooled connection's (policy.RetryProbe).
-func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
-	v, err := c.probe(ctx, s)
+func (ss *sessions) checkSession(ctx context.Context, s *session) error {
+	v, err := ss.probe(ctx, s)
 	if err != nil && policy.RetryProbe(v) && ctx.Err() == nil {
-		c.closeIdleConnections()
-		v, err = c.probe(ctx, s)
+		ss.c.closeIdleConnections()
+		v, err = ss.probe(ctx, s)
 	}
 	if err == nil {
 		s.markServed()
 		return nil
 	}
-	switch policy.Probe(v, c.opts.retryableRPC) {
+	switch policy.Probe(v, ss.c.opts.retryableRPC) {
 	case policy.Alive:
 		s.markServed()
 		return nil
@@ -55,34 +55,34 @@ func (c *ResilientClient) checkSession(ctx context.Context, s *session) error {
 // going back into service after the server was unreachable: a monitor that
 // gave up on it then is replaced, since being unreachable says nothing bad
 // of the session.
-func (c *ResilientClient) watch(s *session) {
-	interval := c.opts.keepAlive
-	if c.opts.frozenProber {
+func (ss *sessions) watch(s *session) {
+	interval := ss.c.opts.keepAlive
+	if ss.c.opts.frozenProber {
 		interval = 0
 	}
 	old := s.monitor.Swap(health.Start(health.Config{
 		Interval:  interval,
-		Timeout:   c.opts.probeTimeout(),
-		Threshold: c.opts.failureThreshold,
+		Timeout:   ss.c.opts.probeTimeout(),
+		Threshold: ss.c.opts.failureThreshold,
 		Probe: func(ctx context.Context) error {
-			err := c.checkSession(ctx, s)
-			c.dropIdleConnections()
+			err := ss.checkSession(ctx, s)
+			ss.dropIdleConnections()
 			return err
 		},
 		OnProbe: func(err error, failures int) {
-			c.stats.probes.Add(1)
-			c.obs.probed(s, err)
+			ss.c.stats.Probes.Add(1)
+			ss.c.obs.Probed(s, err)
 			if busy := new(health.BusyError); errors.As(err, &busy) {
-				c.log.Info("probe: the server is busy; session kept", "retry_after", busy.After)
+				ss.c.log.Info("probe: the server is busy; session kept", "retry_after", busy.After)
 				return
 			}
 			if err != nil {
-				c.stats.probeFailures.Add(1)
-				c.log.Warn("probe failed", "failures", failures, "err", err)
+				ss.c.stats.ProbeFailures.Add(1)
+				ss.c.log.Warn("probe failed", "failures", failures, "err", err)
 			}
-			c.setDegraded(s, failures > 0)
+			ss.setDegraded(s, failures > 0)
 		},
-		OnUnhealthy: func(err error) { c.replace(s, err) },
+		OnUnhealthy: func(err error) { ss.replace(s, err) },
 	}))
 	if old != nil {
 		old.Stop()
@@ -95,14 +95,14 @@ func (c *ResilientClient) watch(s *session) {
 // (WithKeepIdleConnection). A probe made for a call about to be sent finds
 // the call in flight and leaves the connection to it; so does the probe of
 // an idle session of a pool whose other sessions are busy.
-func (c *ResilientClient) dropIdleConnections() {
-	if c.ownTransport != nil && !c.opts.keepIdleConn && c.stats.inFlight.Load() == 0 {
-		c.ownTransport.Renew()
+func (ss *sessions) dropIdleConnections() {
+	if ss.c.ownTransport != nil && !ss.c.opts.keepIdleConn && ss.c.stats.InFlight.Load() == 0 {
+		ss.c.ownTransport.Renew()
 	}
 }
 
 // replace takes s out of service, if it still is, because of a failed probe.
-func (c *ResilientClient) replace(s *session, err error) {
+func (ss *sessions) replace(s *session, err error) {
 	lost := &lostError{kind: policy.LossUnhealthy, err: err}
 	// A probe that did not fail with a verdict timed out in the monitor: a
 	// session that does not answer.
@@ -111,10 +111,10 @@ func (c *ResilientClient) replace(s *session, err error) {
 		lost.kind = policy.ProbeLoss(pe.verdict)
 		v = pe.verdict
 	}
-	if c.pool.DiscardValue(s, lost) {
-		c.log.Info("replacing session", "member", s.member, "cause", err)
+	if ss.pool.DiscardValue(s, lost) {
+		ss.c.log.Info("replacing session", "member", s.member, "cause", err)
 	}
-	c.noteOutcome(v)
+	ss.noteOutcome(v)
 }
 
 // probeBeforeUse probes s before a call is sent on it if s has not been
@@ -123,19 +123,19 @@ func (c *ResilientClient) replace(s *session, err error) {
 // the connection or the session expired. force probes it regardless: the call's last
 // attempt broke in a way that leaves the server's health in doubt. Probes
 // are shared by every caller that asks while one is under way.
-func (c *ResilientClient) probeBeforeUse(ctx context.Context, s *session, force bool) error {
-	if !force && s.health().IdleFor() < c.opts.idleBeforeProbe() {
+func (ss *sessions) probeBeforeUse(ctx context.Context, s *session, force bool) error {
+	if !force && s.health().IdleFor() < ss.c.opts.idleBeforeProbe() {
 		return nil
 	}
 	return s.health().Check(ctx)
 }
 
 // setDegraded records whether a session is failing probes.
-func (c *ResilientClient) setDegraded(s *session, failing bool) {
+func (ss *sessions) setDegraded(s *session, failing bool) {
 	// A monitor's first probe can end before watch has stored it (a short
 	// keepalive): nil is a monitor that has not given up.
 	if m := s.health(); m == nil || !m.Unhealthy() {
-		c.members[s.member].degraded.Store(failing)
-		c.refreshState()
+		ss.members[s.member].degraded.Store(failing)
+		ss.refreshState()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -46,19 +47,26 @@ import (
 // other call goes through mcp-go's CallTool, unchanged.
 
 // hotPath is what a session writes into each tools/call it takes over.
+// Its headers and _meta are made by the session's first tools/call, not
+// when the session opens: an idle client that never calls a tool does not
+// keep them (BenchmarkIdleClients).
 type hotPath struct {
-	tr  *discoverRecorder // the session's transport: its session id, version refusals, Mcp-Param-* headers
-	hc  *http.Client      // the HTTP client it sends with
-	url string            // the endpoint, as it writes it
+	tr *discoverRecorder // the session's transport: its session id, version refusals, Mcp-Param-* headers
+	hc *http.Client      // the HTTP client it sends with
+
+	once sync.Once // makes the fields below, once (prepare)
+	// url is the endpoint, as it writes it; "" if it cannot: mcp-go
+	// writes the calls.
+	url string
 	// header is what its transport adds to every request of the session
 	// (content types, session id, protocol version, WithHeaders'), in
 	// one map cloned for each call.
 	header http.Header
-
 	// meta is the stateless era's _meta, as mcp-go writes it for the
 	// session (protocol version, client capabilities, client info, keys
 	// sorted); nil in the session era, which has none.
 	meta []byte
+
 	// levelSet: a logging level was set on the session's mcp-go client,
 	// which it then adds to every request's _meta in the stateless era:
 	// mcp-go writes those calls.
@@ -82,40 +90,48 @@ func init() { hotRequestSeq.Store(1 << 40) }
 
 // hotPathFor returns what s writes into the calls it takes over, or nil
 // if mcp-go writes them.
-func (c *ResilientClient) hotPathFor(s *session, tr *discoverRecorder, hc *http.Client) *hotPath {
+func (c *ResilientClient) hotPathFor(tr *discoverRecorder, hc *http.Client) *hotPath {
 	if len(c.opts.clientOptions) > 0 || c.elicitationDefaults {
 		return nil
 	}
-	u, err := url.Parse(c.endpoint)
-	if err != nil {
-		return nil
-	}
-	hp := &hotPath{tr: tr, hc: hc, url: u.String(), header: make(http.Header, 4+len(c.opts.headers))}
-	hp.header.Set("Content-Type", "application/json")
-	hp.header.Set("Accept", "application/json, text/event-stream")
-	if id := tr.GetSessionId(); s.sessionEra && id != "" {
-		hp.header.Set(transport.HeaderKeySessionID, id)
-	}
-	if s.version != "" {
-		hp.header.Set(transport.HeaderKeyProtocolVersion, s.version)
-	}
-	for k, v := range c.opts.headers {
-		hp.header.Set(k, v)
-	}
-	if s.sessionEra {
-		return hp
-	}
-	meta := map[string]any{
-		mcp.MetaKeyProtocolVersion:    s.version,
-		mcp.MetaKeyClientCapabilities: s.mc.GetClientCapabilities(),
-	}
-	if info := s.request.Params.ClientInfo; info.Name != "" {
-		meta[mcp.MetaKeyClientInfo] = info
-	}
-	if hp.meta, err = json.Marshal(meta); err != nil {
-		return nil
-	}
-	return hp
+	return &hotPath{tr: tr, hc: hc}
+}
+
+// prepare makes hp's url, headers and _meta for s, once: false if it
+// cannot, and mcp-go writes the calls.
+func (hp *hotPath) prepare(endpoint string, headers map[string]string, s *session) bool {
+	hp.once.Do(func() {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return
+		}
+		header := make(http.Header, 4+len(headers))
+		header.Set("Content-Type", "application/json")
+		header.Set("Accept", "application/json, text/event-stream")
+		if id := hp.tr.GetSessionId(); s.sessionEra && id != "" {
+			header.Set(transport.HeaderKeySessionID, id)
+		}
+		if s.version != "" {
+			header.Set(transport.HeaderKeyProtocolVersion, s.version)
+		}
+		for k, v := range headers {
+			header.Set(k, v)
+		}
+		if !s.sessionEra {
+			meta := map[string]any{
+				mcp.MetaKeyProtocolVersion:    s.version,
+				mcp.MetaKeyClientCapabilities: s.mc.GetClientCapabilities(),
+			}
+			if info := s.request.Params.ClientInfo; info.Name != "" {
+				meta[mcp.MetaKeyClientInfo] = info
+			}
+			if hp.meta, err = json.Marshal(meta); err != nil {
+				return
+			}
+		}
+		hp.header, hp.url = header, u.String()
+	})
+	return hp.url != ""
 }
 
 // callToolHot makes one attempt of a tools/call on s as the hot path
@@ -134,7 +150,7 @@ func (c *ResilientClient) hotPathFor(s *session, tr *discoverRecorder, hc *http.
 func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.CallToolRequest) (*mcp.CallToolResult, bool, error) {
 	hp := s.hot
 	p := &req.Params
-	if hp == nil || req.Header != nil || p.Meta != nil || p.Task != nil || p.InputResponses != nil || p.RequestState != "" ||
+	if hp == nil || !hp.prepare(c.endpoint, c.opts.headers, s) || req.Header != nil || p.Meta != nil || p.Task != nil || p.InputResponses != nil || p.RequestState != "" ||
 		hp.meta != nil && hp.levelSet.Load() || hp.tr.versions.declared.Load() != nil {
 		return nil, false, nil
 	}
@@ -198,7 +214,7 @@ func (c *ResilientClient) callToolHot(ctx context.Context, s *session, req *mcp.
 		if res, resp = c.readHot(resp); res != nil {
 			return res, true, nil
 		}
-		c.stats.parserFallbacks.Add(1)
+		c.stats.ParserFallbacks.Add(1)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -34,7 +34,7 @@ func (c *ResilientClient) IterTools(ctx context.Context, req mcp.ListToolsReques
 			if err != nil {
 				return nil, "", err
 			}
-			c.rememberTools(res.Tools, false)
+			c.listings.RememberTools(res.Tools, false)
 			return res.Tools, res.NextCursor, nil
 		},
 		func(t mcp.Tool) string { return t.Name })

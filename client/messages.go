@@ -35,7 +35,7 @@ func (h *messagesHost) Config() notify.Config {
 }
 
 func (h *messagesHost) EachSession(f func(notify.Session)) {
-	for _, s := range h.client().pool.Values() {
+	for _, s := range h.client().sess.pool.Values() {
 		f(s)
 	}
 }
@@ -45,26 +45,20 @@ func (h *messagesHost) Do(ctx context.Context, method string, send func(notify.S
 }
 
 func (h *messagesHost) Discard(s notify.Session, kind policy.Loss, err error) bool {
-	return h.client().pool.DiscardValue(s.(*session), &lostError{kind: kind, err: err})
+	return h.client().sess.pool.DiscardValue(s.(*session), &lostError{kind: kind, err: err})
 }
 
 func (h *messagesHost) Probe(ctx context.Context, s notify.Session) (policy.Verdict, bool, error) {
-	err := h.client().checkSession(ctx, s.(*session))
+	err := h.client().sess.checkSession(ctx, s.(*session))
 	if pe := (*probeError)(nil); errors.As(err, &pe) {
 		return pe.verdict, true, err
 	}
 	return policy.Verdict{}, false, err
 }
 
-func (h *messagesHost) Notified(n mcp.JSONRPCNotification) {
-	c := h.client()
-	c.invalidateListings(n)
-	if n.Method == mcp.MethodNotificationToolsListChanged {
-		c.markToolsStale()
-	}
-}
+func (h *messagesHost) Notified(n mcp.JSONRPCNotification) { h.client().listings.Notified(n) }
 
-func (h *messagesHost) ListingsListen() bool      { return h.client().tools.listings.listen.Load() }
+func (h *messagesHost) ListingsListen() bool      { return h.client().listings.Listening() }
 func (h *messagesHost) Background(f func()) bool  { return h.client().goBackground(f) }
 func (h *messagesHost) Describe(err error) string { return describe(err) }
 

@@ -5,6 +5,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
@@ -32,10 +33,10 @@ func mcpCall[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMetho
 // new request, as calling mcp-go's Initialize again would.
 func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequest) (*mcp.InitializeResult, error) {
 	r := &req
-	c.initReq.Store(r)
-	for _, s := range c.pool.Values() {
+	c.sess.initReq.Store(r)
+	for _, s := range c.sess.pool.Values() {
 		if s.request != r {
-			c.pool.DiscardValue(s, &lostError{kind: policy.LossRequested, err: errReinitializeRequested})
+			c.sess.pool.DiscardValue(s, &lostError{kind: policy.LossRequested, err: errReinitializeRequested})
 		}
 	}
 	var res *mcp.InitializeResult
@@ -52,7 +53,7 @@ func (c *ResilientClient) Initialize(ctx context.Context, req mcp.InitializeRequ
 // nothing).
 func (c *ResilientClient) Ping(ctx context.Context) error {
 	return c.do(ctx, string(mcp.MethodPing), "", func(ctx context.Context, s *session) error {
-		_, err := c.probe(ctx, s)
+		_, err := c.sess.probe(ctx, s)
 		return err
 	})
 }
@@ -62,7 +63,7 @@ func (c *ResilientClient) Ping(ctx context.Context) error {
 // fix.
 func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, resourcesSpec(req, true))
+		return listings.Get(ctx, &c.listings, listings.ResourcesSpec(req, true))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResourcesByPage(ctx, req)
@@ -74,7 +75,7 @@ func (c *ResilientClient) ListResourcesByPage(ctx context.Context, req mcp.ListR
 // page.
 func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, resourcesSpec(req, false))
+		return listings.Get(ctx, &c.listings, listings.ResourcesSpec(req, false))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourcesResult, error) {
 		return mc.ListResources(ctx, req)
@@ -85,7 +86,7 @@ func (c *ResilientClient) ListResources(ctx context.Context, req mcp.ListResourc
 // templates, from req's cursor. Safe to repeat.
 func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, templatesSpec(req, true))
+		return listings.Get(ctx, &c.listings, listings.TemplatesSpec(req, true))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplatesByPage(ctx, req)
@@ -96,7 +97,7 @@ func (c *ResilientClient) ListResourceTemplatesByPage(ctx context.Context, req m
 // as one call, as ListResources does.
 func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, templatesSpec(req, false))
+		return listings.Get(ctx, &c.listings, listings.TemplatesSpec(req, false))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesTemplatesList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListResourceTemplatesResult, error) {
 		return mc.ListResourceTemplates(ctx, req)
@@ -108,9 +109,9 @@ func (c *ResilientClient) ListResourceTemplates(ctx context.Context, req mcp.Lis
 // server asks for midway (2026-07-28's multi round-trip requests) is given
 // by the handlers of WithClientOptions, as with mcp-go.
 func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	ctx = c.obs.resource(ctx, req.Params.URI)
+	ctx = c.obs.Resource(ctx, req.Params.URI)
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, readSpec(req))
+		return listings.Get(ctx, &c.listings, listings.ReadSpec(req))
 	}
 	return mcpCall(ctx, c, mcp.MethodResourcesRead, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ReadResourceResult, error) {
 		return mc.ReadResource(ctx, req)
@@ -122,7 +123,7 @@ func (c *ResilientClient) ReadResource(ctx context.Context, req mcp.ReadResource
 // across reconnects. In the stateless era it is a filter on the
 // session's subscriptions/listen stream, which the client keeps open.
 func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeRequest) error {
-	ctx = c.obs.resource(ctx, req.Params.URI)
+	ctx = c.obs.Resource(ctx, req.Params.URI)
 	err := c.do(ctx, string(mcp.MethodResourcesSubscribe), "", func(ctx context.Context, s *session) error {
 		//lint:ignore SA1019 resources/subscribe is how the session era subscribes; mcp-go turns it into a listen filter in the stateless era
 		if err := s.mc.Subscribe(ctx, req); err != nil {
@@ -137,7 +138,7 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 
 // Unsubscribe ends a subscription, and forgets it.
 func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRequest) error {
-	ctx = c.obs.resource(ctx, req.Params.URI)
+	ctx = c.obs.Resource(ctx, req.Params.URI)
 	return c.do(ctx, string(mcp.MethodResourcesUnsubscribe), "", func(ctx context.Context, s *session) error {
 		//lint:ignore SA1019 the counterpart of Subscribe, in both eras
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
@@ -153,7 +154,7 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 // cursor. Safe to repeat.
 func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, promptsSpec(req, true))
+		return listings.Get(ctx, &c.listings, listings.PromptsSpec(req, true))
 	}
 	return mcpCall(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPromptsByPage(ctx, req)
@@ -164,7 +165,7 @@ func (c *ResilientClient) ListPromptsByPage(ctx context.Context, req mcp.ListPro
 // ListResources does.
 func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, promptsSpec(req, false))
+		return listings.Get(ctx, &c.listings, listings.PromptsSpec(req, false))
 	}
 	return mcpCall(ctx, c, mcp.MethodPromptsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListPromptsResult, error) {
 		return mc.ListPrompts(ctx, req)
@@ -174,7 +175,7 @@ func (c *ResilientClient) ListPrompts(ctx context.Context, req mcp.ListPromptsRe
 // GetPrompt renders a prompt with req's arguments. Safe to repeat, as
 // ReadResource is.
 func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	ctx = c.obs.prompt(ctx, req.Params.Name)
+	ctx = c.obs.Prompt(ctx, req.Params.Name)
 	return mcpCall(ctx, c, mcp.MethodPromptsGet, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.GetPromptResult, error) {
 		return mc.GetPrompt(ctx, req)
 	})
@@ -184,13 +185,13 @@ func (c *ResilientClient) GetPrompt(ctx context.Context, req mcp.GetPromptReques
 // replay decision; listing is never needed for it.
 func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, c.toolsSpec(req, true))
+		return listings.Get(ctx, &c.listings, c.listings.ToolsSpec(req, true))
 	}
 	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listToolsByPage(ctx, mc, req)
 	})
 	if err == nil {
-		c.rememberTools(res.Tools, false)
+		c.listings.RememberTools(res.Tools, false)
 	}
 	return res, err
 }
@@ -212,13 +213,13 @@ func (c *ResilientClient) ListToolsByPage(ctx context.Context, req mcp.ListTools
 // stale (Stale, WithMaxStale). WithListingCache(false) turns both off.
 func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
 	if !c.opts.listingCacheOff {
-		return cached(ctx, c, c.toolsSpec(req, false))
+		return listings.Get(ctx, &c.listings, c.listings.ToolsSpec(req, false))
 	}
 	res, err := mcpCall(ctx, c, mcp.MethodToolsList, "", func(ctx context.Context, mc *mcpclient.Client) (*mcp.ListToolsResult, error) {
 		return listTools(ctx, mc, req)
 	})
 	if err == nil {
-		c.rememberTools(res.Tools, req.Params.Cursor == "")
+		c.listings.RememberTools(res.Tools, req.Params.Cursor == "")
 	}
 	return res, err
 }
@@ -260,7 +261,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 		if err != nil {
 			res = nil
 		}
-		c.obs.toolResult(ctx, res)
+		c.obs.ToolResult(ctx, res)
 		return err
 	})
 	return res, err

@@ -30,27 +30,6 @@ const (
 	GrantJWTBearer         = auth.GrantJWTBearer
 )
 
-// EnterpriseAuthorization is OAuthConfig.Enterprise: the user's ID token
-// exchanged at the enterprise's identity provider for an ID-JAG, presented
-// with the JWT bearer grant. See auth.EnterpriseAuthorization.
-type EnterpriseAuthorization = auth.EnterpriseAuthorization
-
-// WorkloadIdentity is OAuthConfig.Workload: the platform's JWT for the
-// workload presented with the JWT bearer grant. See auth.WorkloadIdentity.
-type WorkloadIdentity = auth.WorkloadIdentity
-
-// DPoPMode is when the client binds its tokens to a key with DPoP (RFC
-// 9449): DPoPAuto (the default: when the authorization server advertises
-// it), DPoPAlways or DPoPNever. See OAuthConfig.DPoP and DPoPKey.
-type DPoPMode = auth.DPoPMode
-
-// The DPoP modes.
-const (
-	DPoPAuto   = auth.DPoPAuto
-	DPoPAlways = auth.DPoPAlways
-	DPoPNever  = auth.DPoPNever
-)
-
 // InsufficientScopeError is a call the server refused for want of scope
 // (403 insufficient_scope) that no authorization could give: the scopes
 // were held already or refused, or the request was refused for want of
@@ -120,7 +99,7 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 	o := c.opts
 	switch {
 	case o.bearerToken != nil:
-		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint, Resend: c.obs.resendHook()}
+		return &auth.Transport{Base: next, Source: auth.NewSource(o.bearerToken), Origin: endpoint, Resend: c.obs.ResendHook()}
 	case o.oauth != nil:
 		c.oauth = auth.NewOAuth(endpoint, *o.oauth, auth.Env{
 			ClientName: o.implementation().Name,
@@ -129,9 +108,9 @@ func (c *ResilientClient) authLayer(next http.RoundTripper, endpoint *url.URL) h
 			HTTPClient: &http.Client{Transport: next, Timeout: 30 * time.Second},
 			Logger:     o.logger,
 			NewBackOff: o.newBackOff,
-			OnRenewal:  c.obs.renewalHook(),
+			OnRenewal:  c.obs.RenewalHook(),
 		})
-		return &auth.Transport{Base: next, Source: c.oauth, Origin: endpoint, Resend: c.obs.resendHook()}
+		return &auth.Transport{Base: next, Source: c.oauth, Origin: endpoint, Resend: c.obs.ResendHook()}
 	}
 	return nil
 }

@@ -1,6 +1,12 @@
 package client
 
-import "github.com/resilientmcp/resilientmcp/client/observe"
+import (
+	"errors"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/observe"
+)
 
 // WithObserver has o told of every call the client makes for its caller,
 // and of what it does on its own: sessions opened and lost, probes,
@@ -17,92 +23,81 @@ func WithObserver(o Observer) Option {
 			o2.invalidf("WithObserver(nil)")
 			return
 		}
-		o2.observing = o2.observing.with(func(ob *observing) { ob.list = append(ob.list, o) })
+		o2.observing = o2.observing.With(func(ob *observers.Config) { ob.List = append(ob.List, o) })
 	})
 }
 
-// WithServerName names the server for the observers: every CallInfo's and
-// event's Server carries it as Name (otelmcp's attribute
-// resilientmcp.server.name), to tell apart the servers of an agent that
-// has several (package fleet sets it to the server's name in the config).
+// WithServerName names the server for the observers: every
+// observe.CallInfo's and event's Server carries it as Name (otelmcp's
+// attribute resilientmcp.server.name), to tell apart the servers of an
+// agent that has several (package fleet sets it to the server's name in the config).
 // Default "".
 func WithServerName(name string) Option {
 	return optionFunc(func(o *options) {
-		o.observing = o.observing.with(func(ob *observing) { ob.serverName = name })
+		o.observing = o.observing.With(func(ob *observers.Config) { ob.ServerName = name })
 	})
 }
 
-// observing is what the observers are told, given by options: kept behind
-// a pointer, so that a client without observers does not carry it.
-type observing struct {
-	list       []Observer
-	serverName string
-}
+// The observers and the client's books are client/internal/observers
+// (Set, Trace, Counters); what they need of the client is here.
 
-// with is a copy of ob (or a new one) changed by f: options are applied to
-// a fresh options on each New, and never share what they change.
-func (ob *observing) with(f func(*observing)) *observing {
-	out := &observing{}
-	if ob != nil {
-		*out = *ob
-		out.list = append([]Observer(nil), ob.list...)
+// errorClass is the class of the client's own errors in err, as
+// CallEnd.ErrorType names them ("" if none): for the observers and the
+// counters, which do not know the client's errors.
+func errorClass(err error) string {
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return observers.ClassOutcomeUnknown
+	case errors.Is(err, ErrUnavailable):
+		return observers.ClassUnavailable
+	case errors.Is(err, ErrAuthorizationRequired):
+		return observers.ClassAuthorizationRequired
+	case errors.As(err, new(*InsufficientScopeError)):
+		return observers.ClassInsufficientScope
+	case errors.Is(err, ErrClosed):
+		return observers.ClassClosed
 	}
-	f(out)
-	return out
+	return ""
 }
 
-// The observer's vocabulary lives in package observe, as grpc-go's stats
-// package holds its stats.Handler's, so that an observer (otelmcp's) need
-// not import the client. These aliases keep code written against client's
-// names compiling unchanged; their docs are observe's.
-type (
-	Observer       = observe.Observer
-	MetaPropagator = observe.MetaPropagator
-	CallInfo       = observe.CallInfo
-	Server         = observe.Server
-	AttemptInfo    = observe.AttemptInfo
-	AttemptReason  = observe.AttemptReason
-	WaitKind       = observe.WaitKind
-	AttemptEnd     = observe.AttemptEnd
-	CallEnd        = observe.CallEnd
+// Observed is what the observers are told of s (observers.Session).
+func (s *session) Observed() (id, version string, lost *observers.Lost) {
+	return s.mc.GetSessionId(), s.version, &s.loss
+}
 
-	Event          = observe.Event
-	SessionOpened  = observe.SessionOpened
-	OpenReason     = observe.OpenReason
-	SessionLost    = observe.SessionLost
-	LossReason     = observe.LossReason
-	SessionClosed  = observe.SessionClosed
-	SessionState   = observe.SessionState
-	Probed         = observe.Probed
-	DialFailed     = observe.DialFailed
-	TokenRenewed   = observe.TokenRenewed
-	BreakerState   = observe.BreakerState
-	ProcessStarted = observe.ProcessStarted
-	ProcessExited  = observe.ProcessExited
-	ProcessExit    = observe.ProcessExit
-)
+// Loss is why the session was lost, for the observers.
+func (e *lostError) Loss() (policy.Loss, error) { return e.kind, e.err }
 
-// The reasons and waits of observe, under client's names.
-const (
-	AttemptFirst          = observe.AttemptFirst
-	AttemptNotSent        = observe.AttemptNotSent
-	AttemptOutcomeUnknown = observe.AttemptOutcomeUnknown
-	AttemptSessionExpired = observe.AttemptSessionExpired
-	AttemptUnauthorized   = observe.AttemptUnauthorized
+// openReason is why a new session is opened in place of prev (nil for a
+// member's first), lost with lost (nil if it was not).
+func openReason(prev *session, lost *lostError) observe.OpenReason {
+	switch {
+	case prev == nil || lost == nil:
+		return observe.OpenFirst
+	case lost.kind == policy.LossRequested:
+		return observe.OpenRequested
+	case lost.kind.Reinitializes():
+		return observe.OpenReinitialize
+	}
+	return observe.OpenRedial
+}
 
-	WaitNone         = observe.WaitNone
-	WaitReinitialize = observe.WaitReinitialize
-	WaitRedial       = observe.WaitRedial
+// noteMember tells the observers, in order and from the state notifier's
+// goroutine (this runs under the client's locks), that a pool member's
+// state is now st.
+func (c *ResilientClient) noteMember(m *memberState, st State) {
+	if c.obs == nil {
+		return
+	}
+	if from := State(m.observed.Swap(int32(st))); from != st {
+		c.sess.notifier.push(stateEvent{from: from, to: st, member: true})
+	}
+}
 
-	OpenFirst        = observe.OpenFirst
-	OpenReinitialize = observe.OpenReinitialize
-	OpenRedial       = observe.OpenRedial
-	OpenRequested    = observe.OpenRequested
-	OpenKept         = observe.OpenKept
-
-	LossExpired     = observe.LossExpired
-	LossUnreachable = observe.LossUnreachable
-	LossUnhealthy   = observe.LossUnhealthy
-	LossCorrupt     = observe.LossCorrupt
-	LossRequested   = observe.LossRequested
-)
+// Observer is told of every call the client makes and of what it does on
+// its own (WithObserver): observe.Observer. The observer's vocabulary
+// (CallInfo, the events, the reasons) lives in package observe, as grpc-go's
+// stats package holds its stats.Handler's, so that an observer (otelmcp's)
+// need not import the client; Observer stays here, a name of the client's
+// API (the design's api.md).
+type Observer = observe.Observer

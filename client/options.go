@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/retry"
@@ -56,7 +57,7 @@ type options struct {
 	retryToolCall    func(mcp.Tool) bool
 	retryableRPC     []int // WithRetryableRPCCodes
 	stateHandler     func(from, to State)
-	observing        *observing // WithObserver's and WithServerName's; nil if neither was given
+	observing        *observers.Config // WithObserver's and WithServerName's; nil if neither was given
 	logger           *slog.Logger
 	maxResponseBytes int64
 	keepIdleConn     bool
@@ -69,7 +70,7 @@ type options struct {
 	sseFallback     bool           // WithSSEFallback
 	maxStaleSet     bool           // WithMaxStale was given: listings.maxStale, not DefaultMaxStale
 	taskStore       TaskStore      // WithTaskStore; nil until New: one in memory
-	listings        listingOptions // the cache of listings and reads (listings.go)
+	listings        listingOptions // the cache of listings and reads (listings.go; the cache is listings.Cache)
 	invalid         error          // every invalid option's, joined
 
 	stdio *stdioOptions // NewStdio's own (stdio.go); nil if none was given
@@ -284,7 +285,7 @@ const DefaultFailFastAfter = 30 * time.Second
 // so too. The client's reconnect loop goes on, on its backoff schedule, in
 // place of a breaker's half-open trial: when it has a session again the
 // breaker closes and calls go through, with no call spent to find out.
-// Stats().FailingFast says whether it is open; observers get BreakerState.
+// Stats().FailingFast says whether it is open; observers get observe.BreakerState.
 // Default DefaultFailFastAfter (30s); 0 turns the breaker off, so that calls
 // wait for a session for as long as their deadline allows.
 func WithFailFastAfter(d time.Duration) Option {

@@ -26,8 +26,8 @@ import (
 
 // toolSource is the client's tool cache, as a session's transport sees it.
 type toolSource interface {
-	knownTool(name string) (t mcp.Tool, ok, current bool)
-	learnTools(ctx context.Context) error
+	KnownTool(name string) (t mcp.Tool, ok, current bool)
+	LearnTools(ctx context.Context) error
 }
 
 // withParamHeaders returns req, a tools/call of the stateless era, with
@@ -44,7 +44,7 @@ func (t *discoverRecorder) withParamHeaders(req transport.JSONRPCRequest, replac
 	if !ok || name == "" {
 		return req, false
 	}
-	tool, ok, _ := t.tools.knownTool(name)
+	tool, ok, _ := t.tools.KnownTool(name)
 	if !ok || !mirrorsArguments(tool) {
 		return req, false
 	}
@@ -102,7 +102,7 @@ func (t *discoverRecorder) resendWithParamHeaders(ctx context.Context, req trans
 	if err != nil || resp == nil || resp.Error == nil || t.tools == nil || !policy.ParamHeadersRefused(resp.Error.Code, false) {
 		return resp, err
 	}
-	if t.tools.learnTools(ctx) != nil {
+	if t.tools.LearnTools(ctx) != nil {
 		return resp, err
 	}
 	again, changed := t.withParamHeaders(req, true)

@@ -25,7 +25,7 @@ func TestParamHeadersWithoutListing(t *testing.T) {
 		{"never listed", 1, false, 5, 1},
 		// Listed on one session of the pool; the calls go out on all. A
 		// session the pool opens after the listing lists again
-		// (refreshTools), so up to one listing per session.
+		// (listings.Cache.RefreshTools), so up to one listing per session.
 		{"listed on another session", 3, true, 4, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

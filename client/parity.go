@@ -36,7 +36,7 @@ type parity struct {
 // Streamable HTTP transport never calls, every handler registered is called.
 func (c *ResilientClient) OnConnectionLost(handler func(error)) {
 	if handler != nil {
-		c.notifier.onLost(handler)
+		c.sess.notifier.onLost(handler)
 	}
 }
 
@@ -46,7 +46,7 @@ func (c *ResilientClient) OnConnectionLost(handler func(error)) {
 // reconnect is under way the last session's are returned, and the zero value
 // before the first session.
 func (c *ResilientClient) GetServerCapabilities() mcp.ServerCapabilities {
-	if s := c.current(); s != nil {
+	if s := c.sess.current(); s != nil {
 		return s.result.Capabilities
 	}
 	return mcp.ServerCapabilities{}
@@ -59,7 +59,7 @@ func (c *ResilientClient) GetServerCapabilities() mcp.ServerCapabilities {
 // declares without recording them here, as its own client does. The zero
 // value before the first session.
 func (c *ResilientClient) GetClientCapabilities() mcp.ClientCapabilities {
-	if s := c.current(); s != nil {
+	if s := c.sess.current(); s != nil {
 		return s.mc.GetClientCapabilities()
 	}
 	return mcp.ClientCapabilities{}
@@ -78,7 +78,7 @@ func (c *ResilientClient) IsInitialized() bool {
 // way (the last session's id is no longer valid anywhere), before the first
 // session, and in the stateless era (2026-07-28), which has no sessions.
 func (c *ResilientClient) GetSessionId() string {
-	if vs := c.pool.Values(); len(vs) > 0 {
+	if vs := c.sess.pool.Values(); len(vs) > 0 {
 		return vs[0].mc.GetSessionId()
 	}
 	return ""
@@ -113,7 +113,7 @@ func (c *ResilientClient) RootListChanges(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range c.pool.Values() {
+	for _, s := range c.sess.pool.Values() {
 		if s != sent && s.sessionEra {
 			_ = s.mc.RootListChanges(ctx)
 		}

@@ -23,10 +23,10 @@ func TestToolSchemasAsTheServerSentThem(t *testing.T) {
 
 			// Before any listing of the caller's: the client's own, for a
 			// replay decision.
-			if err := c.learnTools(ctx); err != nil {
+			if err := c.listings.LearnTools(ctx); err != nil {
 				t.Fatal(err)
 			}
-			cached, ok, _ := c.knownTool("shape")
+			cached, ok, _ := c.listings.KnownTool("shape")
 			if !ok {
 				t.Fatal("shape not in the client's tool cache")
 			}

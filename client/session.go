@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,12 +15,146 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/health"
+	"github.com/resilientmcp/resilientmcp/pool"
 )
+
+// sessions is the life of a client's sessions, kept apart from the
+// client as grpc-go keeps addrConn (one connection's life) apart from
+// ClientConn: the pool of sessions and all a session goes through from
+// its dial to its close. It dials, opens and negotiates them (Streamable
+// HTTP, HTTP+SSE, a stdio server's process, stdio.go and sse.go), probes
+// them and keeps them alive (health.go), trips the circuit breaker
+// (breaker.go), holds the verdicts of no affinity (affinity.go), and
+// computes the connectivity state and tells it (state.go). The call path
+// asks it for a session (pool), tells it each outcome (noteOutcome,
+// replace, answered), and nothing more.
+//
+// What it needs of the rest of the client (the options, the logger, the
+// HTTP client, the observers and counters, and what a new session is
+// given: its subscriptions restored, its listings, the tools' cache) it
+// reads through c, as addrConn reads its ClientConn's. It lives inside
+// the client, a value rather than a pointer: no allocation of its own
+// for each of thousands of idle clients (BenchmarkIdleClients).
+//
+// It is safe for concurrent use. Lock order, outermost first:
+//
+//   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
+//     notifier.mu;
+//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
+//     notifier.mu (the breaker's openings and closings, in order).
+//
+// The stdio supervisor's locks are leaves (stdio.Supervisor), as are the
+// health monitors' of the sessions. No user code runs under any of them: the
+// notifier calls the handlers from its own goroutine.
+type sessions struct {
+	c *ResilientClient // the client they serve; set by init, then read only
+
+	pool    *pool.Pool[*session]
+	initReq atomic.Pointer[mcp.InitializeRequest] // Initialize's, or made from WithClientInfo (initRequest)
+
+	stdio *stdio.Supervisor // NewStdio's processes (stdio.go, client/internal/stdio); nil over HTTP
+
+	// spoken is what the endpoint was last found to speak: speaksStateless
+	// (or not known yet), speaksSessionEra (the last session negotiated
+	// opened in the session era), speaksSSE (HTTP+SSE: NewSSE's, or found
+	// by WithSSEFallback, for good). One word for the three, for the size
+	// of the client (TestClientSizeClass).
+	spoken atomic.Int32
+	// affinityReported: a verdict of no affinity was logged and told to
+	// the observers since a session last proved affinity (affinity.go).
+	affinityReported atomic.Bool
+	brk              atomic.Pointer[breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+
+	stateMu  sync.Mutex    // orders state computations and their notifications
+	state    atomic.Int32  // State, as last computed
+	members  []memberState // by pool member
+	notifier stateNotifier
+}
+
+// init makes the pool of c's sessions and what goes with it: the state
+// notifier and a state per member. target names the server in the log.
+func (ss *sessions) init(c *ResilientClient, target string) {
+	o := &c.opts
+	ss.c = c
+	ss.notifier.c = c
+	ss.members = make([]memberState, o.poolSize)
+	ss.pool = pool.New(ss.poolConfig(target))
+}
+
+// poolConfig is the configuration of the client's pool of sessions: how
+// a member's session is dialed (dial) and released (closeSession), and
+// what the pool asks the client of a failure. target names the server in
+// the log.
+func (ss *sessions) poolConfig(target string) pool.Config[*session] {
+	o := &ss.c.opts
+	return pool.Config[*session]{
+		Size:       o.poolSize,
+		Dial:       ss.dial,
+		NewBackOff: o.newBackOff,
+		Release:    ss.closeSession,
+		OnState:    ss.onMemberState,
+		// An expired session answers what is in flight on it itself
+		// (404, 400): it is closed when they are done. A dead, hung or
+		// corrupt one is closed at once, which ends what is in flight
+		// (F5, F18) so that safe calls are sent again.
+		Drain: func(cause error) bool {
+			var lost *lostError
+			return errors.As(cause, &lost) && lost.kind.Drains()
+		},
+		RetryAfter: func(err error) time.Duration {
+			var busy *health.BusyError
+			if errors.As(err, &busy) {
+				return busy.After
+			}
+			return 0
+		},
+		StopWaiting: ss.whileNoSession,
+		OnDialError: func(member int, err error, next time.Duration) {
+			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
+				return // said once (affinity.go)
+			}
+			ss.c.log.Warn("dial failed", "endpoint", target, "member", member, "err", err, "retry_in", next)
+			ss.c.obs.DialFailed(err, next)
+			ss.noteOutcome(dialVerdict(err, ss.c.closed.Load()))
+		},
+	}
+}
+
+// initRequest is the request sessions are initialized with: the caller's
+// from Initialize, or one built from WithClientInfo.
+func (ss *sessions) initRequest() *mcp.InitializeRequest {
+	if r := ss.initReq.Load(); r != nil {
+		return r
+	}
+	r := &mcp.InitializeRequest{}
+	r.Params.ClientInfo = ss.c.opts.implementation()
+	if ss.initReq.CompareAndSwap(nil, r) {
+		return r
+	}
+	return ss.initReq.Load()
+}
+
+// transportOptions are the options of a session's mcp-go transport, made
+// for each dial rather than kept: an idle client would hold them, and
+// their closures, for good (BenchmarkIdleClients).
+func (ss *sessions) transportOptions() []transport.StreamableHTTPCOption {
+	topts := []transport.StreamableHTTPCOption{
+		transport.WithHTTPBasicClient(ss.c.httpClient),
+		transport.WithHTTPHeaders(ss.c.opts.headers),
+		transport.WithHTTPLogger(ss.c.opts.logger),
+	}
+	if ss.c.opts.headerFunc != nil {
+		topts = append(topts, transport.WithHTTPHeaderFunc(ss.c.opts.headerFunc))
+	}
+	return topts
+}
 
 // session is one generation: an mcp-go client and its transport, initialized
 // once. It is never initialized again: mcp-go's Initialize races with calls
@@ -35,7 +170,7 @@ type session struct {
 	member     int                            // the pool member it serves as
 	serial     uint64                         // the order it went into service in; see dial
 	lost       atomic.Bool                    // OnConnectionLost was told of its loss
-	loss       atomic.Pointer[lostError]      // why it was taken out of service, for the observers
+	loss       observers.Lost                 // why it was taken out of service, for the observers
 	opened     time.Time                      // when it was initialized
 	// served: the server has answered a request carrying the session's
 	// id, so it accepted the id; a 400 to it later means the server lost
@@ -138,25 +273,25 @@ func (e *openError) Unwrap() error { return e.err }
 // reconnect: the loss told once (observers, OnConnectionLost, Stats, the
 // affinity verdict), nextSession, and what the parity methods need of each
 // session put into service.
-func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
+func (ss *sessions) dial(ctx context.Context, member int, prev *session, cause error) (*session, error) {
 	// The pool dials again and again for one loss while the server is
 	// away; the loss is news only the first time.
 	if prev != nil && cause != nil && prev.lost.CompareAndSwap(false, true) {
-		c.obs.sessionLost(prev, cause)
-		c.notifyConnectionLost(cause)
+		ss.c.obs.SessionLost(prev, cause)
+		ss.notifyConnectionLost(cause)
 		kind := policy.LossUnhealthy
 		if lost := new(lostError); errors.As(cause, &lost) {
 			kind = lost.kind
 		}
-		c.stats.lost(kind)
+		ss.c.stats.Lost(kind)
 		young := policy.YoungLoss(kind, prev.sessionEra, prev.answers.Load(), time.Since(prev.opened))
-		if verdict := c.noteLossForAffinity(member, young, cause); verdict != nil {
+		if verdict := ss.noteLossForAffinity(member, young, cause); verdict != nil {
 			// Not opening another: the deployment's sessions expire as
 			// fast as they are opened (F39).
 			return nil, backoff.Permanent(verdict)
 		}
 	}
-	s, err := c.nextSession(ctx, member, prev, cause)
+	s, err := ss.nextSession(ctx, member, prev, cause)
 	if err != nil {
 		return nil, err
 	}
@@ -169,20 +304,20 @@ func (c *ResilientClient) dial(ctx context.Context, member int, prev *session, c
 		// A session in place of a lost one: the server behind it may have
 		// restarted, and what the old one said (a listing's cursor) may mean
 		// nothing to it.
-		s.serial = c.parity.serials.Add(1)
+		s.serial = ss.c.parity.serials.Add(1)
 	default:
 		// A member's first session, as when a pool fills: the same server
 		// as its siblings'.
-		s.serial = c.parity.serials.Load()
+		s.serial = ss.c.parity.serials.Load()
 	}
-	c.parity.last.Store(s)
+	ss.c.parity.last.Store(s)
 	return s, nil
 }
 
 // notifyConnectionLost tells the OnConnectionLost handlers of a session
 // taken out of service, unless the caller asked for it (Initialize with
 // another request) or the client is closing.
-func (c *ResilientClient) notifyConnectionLost(cause error) {
+func (ss *sessions) notifyConnectionLost(cause error) {
 	var lost *lostError
 	if errors.As(cause, &lost) {
 		if lost.kind == policy.LossRequested {
@@ -190,29 +325,23 @@ func (c *ResilientClient) notifyConnectionLost(cause error) {
 		}
 		cause = lost // its message says what mcp-go says twice once
 	}
-	if !c.closed.Load() {
-		c.notifier.notifyLost(cause)
+	if !ss.c.closed.Load() {
+		ss.notifier.notifyLost(cause)
 	}
 }
 
 // current is the session in service, or the last one if none is (a
 // reconnect is under way), or nil before the first.
-func (c *ResilientClient) current() *session {
-	if vs := c.pool.Values(); len(vs) > 0 {
+func (ss *sessions) current() *session {
+	if vs := ss.pool.Values(); len(vs) > 0 {
 		return vs[0]
 	}
-	return c.parity.last.Load()
+	return ss.c.parity.last.Load()
 }
 
 // closeSession is the pool's Release: it ends s.
-func (c *ResilientClient) closeSession(s *session) {
-	if o := c.obs; o != nil {
-		ev := SessionClosed{Session: s.mc.GetSessionId(), ProtocolVersion: s.version, Duration: time.Since(s.opened)}
-		if lost := s.loss.Load(); lost != nil {
-			ev.Lost, ev.Cause = lossReason(lost.kind), lost.err
-		}
-		o.event(ev)
-	}
+func (ss *sessions) closeSession(s *session) {
+	ss.c.obs.SessionClosed(s, s.opened)
 	s.close()
 }
 
@@ -225,12 +354,12 @@ const connectTimeout = 20 * time.Second
 // itself, back in service, if the server could not be reached and the session
 // survived it; else a new session (a member's first, a re-initialization or a
 // redial).
-func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *session, cause error) (*session, error) {
+func (ss *sessions) nextSession(ctx context.Context, member int, prev *session, cause error) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	var lost *lostError
 	errors.As(cause, &lost)
-	if err := c.affinityHeld(member); err != nil {
+	if err := ss.affinityHeld(member); err != nil {
 		// No session is opened while a verdict of no affinity holds:
 		// callers fail at once (F39).
 		return nil, backoff.Permanent(err)
@@ -239,13 +368,13 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	// session survived before opening another.
 	if prev != nil && lost != nil && lost.kind == policy.LossUnreachable &&
 		policy.KeepThroughOutage(prev.policy()) {
-		err := c.checkSession(ctx, prev)
+		err := ss.checkSession(ctx, prev)
 		if err == nil {
-			c.log.Info("server reachable again; session kept", "version", prev.version)
-			c.obs.sessionOpened(prev, prev, nil)
-			c.refreshTools(ctx, prev)
+			ss.c.log.Info("server reachable again; session kept", "version", prev.version)
+			ss.c.obs.SessionOpened(prev, observe.OpenKept)
+			ss.c.listings.RefreshTools(ctx, prev.listed())
 			if prev.health().Unhealthy() {
-				c.watch(prev) // its prober gave up while the server was away
+				ss.watch(prev) // its prober gave up while the server was away
 			}
 			return prev, nil
 		}
@@ -253,7 +382,7 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		if !errors.As(err, &pe) {
 			return nil, err
 		}
-		switch policy.AfterRecheck(pe.verdict, c.opts.retryableRPC) {
+		switch policy.AfterRecheck(pe.verdict, ss.c.opts.retryableRPC) {
 		case policy.StillAway:
 			return nil, err
 		case policy.StopDialing:
@@ -265,17 +394,17 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 	var s *session
 	var err error
 	switch {
-	case c.stdio != nil:
-		s, err = c.openStdio(ctx, member, c.initRequest())
-	case c.spoken.Load() == speaksSSE:
-		s, err = c.openSSE(ctx, c.initRequest())
+	case ss.stdio != nil:
+		s, err = ss.openStdio(ctx, member, ss.initRequest())
+	case ss.spoken.Load() == speaksSSE:
+		s, err = ss.openSSE(ctx, ss.initRequest())
 	default:
-		s, err = c.openFallingBack(ctx)
+		s, err = ss.openFallingBack(ctx)
 	}
 	if hl := new(handshakeLostError); errors.As(err, &hl) {
-		c.obs.lostInHandshake(hl, openReason(prev, lost))
-		c.stats.lost(policy.LossExpired)
-		if verdict := c.noteLossForAffinity(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
+		ss.c.obs.LostInHandshake(hl.session, hl.version, hl.err, openReason(prev, lost))
+		ss.c.stats.Lost(policy.LossExpired)
+		if verdict := ss.noteLossForAffinity(member, policy.YoungLoss(policy.LossExpired, true, 0, 0), hl); verdict != nil {
 			return nil, backoff.Permanent(verdict)
 		}
 	}
@@ -283,31 +412,30 @@ func (c *ResilientClient) nextSession(ctx context.Context, member int, prev *ses
 		return nil, err
 	}
 	s.member = member
-	if err := c.messages.Restore(ctx, s); err != nil {
+	if err := ss.c.messages.Restore(ctx, s); err != nil {
 		s.close()
 		return nil, err
 	}
 	switch {
 	case prev == nil || lost == nil || lost.kind == policy.LossRequested:
 	case lost.kind == policy.LossExpired:
-		c.stats.reinitializations.Add(1)
-		c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
+		ss.c.stats.Reinitializations.Add(1)
+		ss.c.log.Info("session re-initialized", "cause", lost.err, "version", s.version)
 	default:
-		c.stats.redials.Add(1)
-		c.log.Info("session redialed", "cause", lost.err, "version", s.version)
+		ss.c.stats.Redials.Add(1)
+		ss.c.log.Info("session redialed", "cause", lost.err, "version", s.version)
 	}
-	c.obs.sessionOpened(s, prev, lost)
-	c.noteServerChange(prev, s)
-	c.listingsOpened(s, openReason(prev, lost))
-	c.refreshTools(ctx, s)
-	c.watch(s)
+	reason := openReason(prev, lost)
+	ss.c.obs.SessionOpened(s, reason)
+	ss.c.listings.Opened(ctx, prev.listed(), s.listed(), reason == observe.OpenReinitialize || reason == observe.OpenRequested)
+	ss.watch(s)
 	return s, nil
 }
 
 // probe asks the server whether the session is alive: ping in the session
 // era; server/discover in the stateless one, where ping no longer exists (and
 // mcp-go's Ping sends nothing).
-func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict, error) {
+func (ss *sessions) probe(ctx context.Context, s *session) (policy.Verdict, error) {
 	ex := wire.NewExchange()
 	pctx := ex.Bind(ctx)
 	var err error
@@ -340,17 +468,17 @@ func (c *ResilientClient) probe(ctx context.Context, s *session) (policy.Verdict
 // that way, also while the era is being negotiated (discoverRecorder's
 // RequiresLegacyProtocol): one session on the first connect, not one to
 // learn the era and another to listen.
-func (c *ResilientClient) open(ctx context.Context) (*session, error) {
-	req := c.initRequest()
-	listen := c.messages.WantsEventStream()
-	if c.spoken.Load() == speaksSessionEra {
-		s, _, err := c.openWith(ctx, req, sessionEraOnly, listen)
+func (ss *sessions) open(ctx context.Context) (*session, error) {
+	req := ss.initRequest()
+	listen := ss.c.messages.WantsEventStream()
+	if ss.spoken.Load() == speaksSessionEra {
+		s, _, err := ss.openWith(ctx, req, sessionEraOnly, listen)
 		if err == nil || !isPermanent(err) {
 			return s, err
 		}
-		c.log.Info("session handshake refused; negotiating the protocol era again", "err", err)
+		ss.c.log.Info("session handshake refused; negotiating the protocol era again", "err", err)
 	}
-	s, err := c.negotiate(ctx, req, listen)
+	s, err := ss.negotiate(ctx, req, listen)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +487,7 @@ func (c *ResilientClient) open(ctx context.Context) (*session, error) {
 		era = speaksSessionEra
 	}
 	// Never over an HTTP+SSE finding (WithSSEFallback), which is for good.
-	for cur := c.spoken.Load(); cur != speaksSSE && !c.spoken.CompareAndSwap(cur, era); cur = c.spoken.Load() {
+	for cur := ss.spoken.Load(); cur != speaksSSE && !ss.spoken.CompareAndSwap(cur, era); cur = ss.spoken.Load() {
 	}
 	return s, nil
 }
@@ -371,8 +499,8 @@ var sessionEraOnly = mcpclient.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VE
 
 // negotiate opens a session the way mcp-go decides the era: server/discover
 // first, initialize if that fails. listen: as openWith's.
-func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequest, listen bool) (*session, error) {
-	s, discovered, err := c.openWith(ctx, req, nil, listen)
+func (ss *sessions) negotiate(ctx context.Context, req *mcp.InitializeRequest, listen bool) (*session, error) {
+	s, discovered, err := ss.openWith(ctx, req, nil, listen)
 	if err != nil || s.sessionEra {
 		return s, err
 	}
@@ -391,8 +519,8 @@ func (c *ResilientClient) negotiate(ctx context.Context, req *mcp.InitializeRequ
 	if err != nil && !policy.AnsweredByServer(err, policy.Session{}) {
 		return nil, fmt.Errorf("confirming protocol version %s: %w", s.version, err)
 	}
-	c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
-	s, _, err = c.openWith(ctx, req, sessionEraOnly, listen)
+	ss.c.log.Info("server/discover did not list the negotiated version; using initialize", "version", s.version)
+	s, _, err = ss.openWith(ctx, req, sessionEraOnly, listen)
 	return s, err
 }
 
@@ -405,12 +533,12 @@ func isPermanent(err error) bool {
 // options, and a transport that listens for the GET event stream if listen
 // is set. It returns what server/discover answered during the handshake, if
 // it was asked and its answer could be read.
-func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, *mcp.DiscoverResult, error) {
+func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, extra mcpclient.ClientOption, listen bool) (*session, *mcp.DiscoverResult, error) {
 	ex := wire.NewExchange()
 	ctx = ex.Bind(ctx)
-	topts := c.transportOptions()
-	hc := c.httpClient
-	if own := c.sessionHTTPClient(); own != nil {
+	topts := ss.transportOptions()
+	hc := ss.c.httpClient
+	if own := ss.sessionHTTPClient(); own != nil {
 		// After the shared client's option: the last one given wins.
 		hc = own
 		topts = append(slices.Clip(topts), transport.WithHTTPBasicClient(hc))
@@ -419,24 +547,24 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		//lint:ignore SA1019 the session era carries server notifications and requests on the GET stream only
 		topts = append(slices.Clip(topts), transport.WithContinuousListening())
 	}
-	streamable, err := transport.NewStreamableHTTP(c.endpoint, topts...)
+	streamable, err := transport.NewStreamableHTTP(ss.c.endpoint, topts...)
 	if err != nil {
 		return nil, nil, backoff.Permanent(err)
 	}
-	tr := &discoverRecorder{StreamableHTTP: streamable, tools: c}
+	tr := &discoverRecorder{StreamableHTTP: streamable, tools: &ss.c.listings}
 	tr.recording.Store(true)
-	opts := c.opts.clientOptions
+	opts := ss.c.opts.clientOptions
 	if extra != nil {
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
-	mc := mcpclient.NewClient(transportFor(tr, c.elicitationDefaults), opts...)
+	mc := mcpclient.NewClient(transportFor(tr, ss.c.elicitationDefaults), opts...)
 	// mcp-go's event stream, if it listens, goes out under this context:
 	// the tracker tells the watch how the server answers it.
-	startCtx, watch := c.messages.WatchStream(c.lifetime)
+	startCtx, watch := ss.c.messages.WatchStream(ss.c.lifetime)
 	if err := mc.Start(startCtx); err != nil {
 		return nil, nil, err
 	}
-	mc.OnNotification(c.messages.Handle)
+	mc.OnNotification(ss.c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	discovered := tr.take()
 	if err != nil {
@@ -445,7 +573,7 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened := policy.Session{}
 		lostID, answered := tr.openedSession()
 		if answered && lostID != "" {
-			c.stats.sessionsOpened.Add(1)
+			ss.c.stats.SessionsOpened.Add(1)
 			opened = policy.Session{SessionEra: !mcp.IsModernProtocol(mc.ProtocolVersion()), Served: true}
 		}
 		lostVersion := mc.ProtocolVersion()
@@ -466,12 +594,12 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		}
 		// Initialize is safe to repeat, so only an error no retry can fix
 		// ends the loop.
-		if policy.DialEnds(v, c.opts.retryableRPC) {
+		if policy.DialEnds(v, ss.c.opts.retryableRPC) {
 			return nil, nil, backoff.Permanent(err)
 		}
 		return nil, nil, err
 	}
-	c.stats.sessionsOpened.Add(1)
+	ss.c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{
 		mc:         mc,
@@ -482,9 +610,9 @@ func (c *ResilientClient) openWith(ctx context.Context, req *mcp.InitializeReque
 		opened:     time.Now(),
 	}
 	s.streams.SetListening(listen && s.sessionEra) // the stateless era has no GET stream
-	s.hot = c.hotPathFor(s, tr, hc)
+	s.hot = ss.c.hotPathFor(tr, hc)
 	s.streams.Watch(watch, s)
-	// Not derived from c.lifetime: close ends it, and the pool closes every
+	// Not derived from ss.c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
 	// leave a map of children behind in it, for every client.
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -57,7 +57,7 @@ func NewSSE(streamURL string, opts ...Option) (*ResilientClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.spoken.Store(speaksSSE)
+	c.sess.spoken.Store(speaksSSE)
 	return c, nil
 }
 
@@ -84,62 +84,62 @@ func WithSSEFallback() Option {
 // openFallingBack is open, and, with WithSSEFallback, an HTTP+SSE session
 // in place of a Streamable HTTP one the endpoint refused as a legacy
 // server would.
-func (c *ResilientClient) openFallingBack(ctx context.Context) (*session, error) {
-	s, err := c.open(ctx)
-	if err == nil || !c.opts.sseFallback || !errors.Is(err, transport.ErrLegacySSEServer) {
+func (ss *sessions) openFallingBack(ctx context.Context) (*session, error) {
+	s, err := ss.open(ctx)
+	if err == nil || !ss.c.opts.sseFallback || !errors.Is(err, transport.ErrLegacySSEServer) {
 		return s, err
 	}
-	s, sseErr := c.openSSE(ctx, c.initRequest())
+	s, sseErr := ss.openSSE(ctx, ss.initRequest())
 	if sseErr != nil {
-		c.log.Info("initialize was answered as a legacy server would, and no HTTP+SSE stream either", "endpoint", c.endpoint, "err", sseErr)
+		ss.c.log.Info("initialize was answered as a legacy server would, and no HTTP+SSE stream either", "endpoint", ss.c.endpoint, "err", sseErr)
 		return nil, err
 	}
-	c.log.Info("the endpoint speaks HTTP+SSE (2024-11-05): the client uses it from now on", "endpoint", c.endpoint)
-	c.spoken.Store(speaksSSE)
+	ss.c.log.Info("the endpoint speaks HTTP+SSE (2024-11-05): the client uses it from now on", "endpoint", ss.c.endpoint)
+	ss.spoken.Store(speaksSSE)
 	return s, nil
 }
 
 // openSSE opens a session of the HTTP+SSE transport: the stream, its
 // endpoint, and initialize on it. The counterpart of open and openStdio.
-func (c *ResilientClient) openSSE(ctx context.Context, req *mcp.InitializeRequest) (*session, error) {
-	u, err := url.Parse(c.endpoint)
+func (ss *sessions) openSSE(ctx context.Context, req *mcp.InitializeRequest) (*session, error) {
+	u, err := url.Parse(ss.c.endpoint)
 	if err != nil {
 		return nil, backoff.Permanent(err)
 	}
-	hc := c.httpClient
-	if own := c.sessionHTTPClient(); own != nil {
+	hc := ss.c.httpClient
+	if own := ss.sessionHTTPClient(); own != nil {
 		hc = own // its cookie jar, as a Streamable HTTP session has
 	}
 	tr := sse.New(sse.Config{
-		URL: u, Client: hc, Headers: c.opts.headers, HeaderFunc: c.opts.headerFunc,
-		Limit: c.opts.maxResponseBytes, Log: c.log, Unmatched: &c.stats.wrongAnswers,
+		URL: u, Client: hc, Headers: ss.c.opts.headers, HeaderFunc: ss.c.opts.headerFunc,
+		Limit: ss.c.opts.maxResponseBytes, Log: ss.c.log, Unmatched: &ss.c.stats.WrongAnswers,
 	})
 	// The 2024-11-05 handshake, initialize, without the server/discover of
 	// the stateless era, which an HTTP+SSE server cannot speak.
-	opts := append([]mcpclient.ClientOption{sessionEraOnly}, c.opts.clientOptions...)
+	opts := append([]mcpclient.ClientOption{sessionEraOnly}, ss.c.opts.clientOptions...)
 	mc := mcpclient.NewClient(tr, opts...)
 	if err := mc.Start(ctx); err != nil {
 		_ = mc.Close()
 		return nil, sseStartError(err)
 	}
-	mc.OnNotification(c.messages.Handle)
+	mc.OnNotification(ss.c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		_ = mc.Close()
 		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
 		err = &openError{verdict: v, err: fmt.Errorf("initialize: %w", err)}
-		if policy.DialEnds(v, c.opts.retryableRPC) {
+		if policy.DialEnds(v, ss.c.opts.retryableRPC) {
 			return nil, backoff.Permanent(err)
 		}
 		return nil, err
 	}
-	c.stats.sessionsOpened.Add(1)
+	ss.c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now()}
 	// Notifications come on the session's stream, always.
 	s.streams.SetListening(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	tr.SetLostHandler(func(cause error) { c.replace(s, cause) })
+	tr.SetLostHandler(func(cause error) { ss.replace(s, cause) })
 	if lost := tr.Lost(); lost != nil {
 		s.close()
 		return nil, lost

@@ -1,8 +1,8 @@
 package client
 
 import (
-	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/observe"
@@ -11,7 +11,7 @@ import (
 
 // State is the connectivity of a ResilientClient, after grpc-go's
 // connectivity states: observe.State, declared there with its states for
-// the observers' SessionState.
+// the observers' observe.SessionState.
 type State = observe.State
 
 // The states, under client's names: observe's.
@@ -66,9 +66,11 @@ func rank(s State) int {
 // same order: a loss comes after the transition away from Ready that it
 // caused and before the one back.
 type stateNotifier struct {
-	handler   func(from, to State) // may be nil
-	log       *slog.Logger
-	observers *observers // told of each member's transitions; may be nil
+	// c is the client whose state it tells: its handler
+	// (WithStateHandler, may be nil), its logger, and its observers (told
+	// of each member's transitions; may be nil), read through c rather
+	// than copied, for the size of the client (TestClientSizeClass).
+	c *ResilientClient
 
 	mu      sync.Mutex // innermost of the client's locks
 	lost    []func(error)
@@ -84,7 +86,7 @@ type stateEvent struct {
 	from, to State
 	lost     error
 	member   bool
-	breaker  *BreakerState
+	breaker  *observe.BreakerState
 }
 
 func (n *stateNotifier) notify(from, to State) {
@@ -141,21 +143,21 @@ func (n *stateNotifier) drain(done chan struct{}) {
 			continue
 		}
 		if e.member {
-			n.observers.memberChanged(e.from, e.to)
+			n.c.obs.MemberChanged(e.from, e.to)
 			continue
 		}
 		if b := e.breaker; b != nil {
 			if b.Open {
-				n.log.Warn("circuit breaker open: the server has been unreachable too long; calls fail fast until a session is back", "outage_since", b.OutageSince)
+				n.c.log.Warn("circuit breaker open: the server has been unreachable too long; calls fail fast until a session is back", "outage_since", b.OutageSince)
 			} else {
-				n.log.Info("circuit breaker closed: a session is back", "outage", time.Since(b.OutageSince).Round(time.Millisecond))
+				n.c.log.Info("circuit breaker closed: a session is back", "outage", time.Since(b.OutageSince).Round(time.Millisecond))
 			}
-			n.observers.breakerChanged(*b)
+			n.c.obs.BreakerChanged(*b)
 			continue
 		}
-		n.log.Debug("state", "from", e.from, "to", e.to)
-		if n.handler != nil {
-			n.handler(e.from, e.to)
+		n.c.log.Debug("state", "from", e.from, "to", e.to)
+		if h := n.c.opts.stateHandler; h != nil {
+			h(e.from, e.to)
 		}
 	}
 }
@@ -167,5 +169,48 @@ func (n *stateNotifier) wait() {
 	n.mu.Unlock()
 	if done != nil {
 		<-done
+	}
+}
+
+// memberState is what State is computed from, for one pool member.
+type memberState struct {
+	pool     atomic.Int32 // pool.State
+	degraded atomic.Bool  // its session in service is failing probes
+	observed atomic.Int32 // State, as last told to the observers
+	affinity affinity     // see affinity.go
+}
+
+// onMemberState is called with the pool's lock held: it must not call the
+// pool.
+func (ss *sessions) onMemberState(member int, _, to pool.State) {
+	ss.members[member].pool.Store(int32(to))
+	if to == pool.Ready {
+		ss.members[member].degraded.Store(false) // a new session has failed nothing yet
+		ss.brk.Load().reached()
+	}
+	ss.refreshState()
+}
+
+// refreshState recomputes State, the best state among the members, and
+// reports a change.
+func (ss *sessions) refreshState() {
+	ss.stateMu.Lock()
+	defer ss.stateMu.Unlock()
+	next := Closed
+	for i := range ss.members {
+		m := &ss.members[i]
+		st := fromPoolState(pool.State(m.pool.Load()))
+		if st == Ready && m.degraded.Load() {
+			st = Degraded
+		}
+		ss.c.noteMember(m, st)
+		if next == Closed || rank(st) > rank(next) {
+			next = st
+		}
+	}
+	if prev := State(ss.state.Swap(int32(next))); prev != next {
+		// Logged by the notifier too: the logger's handler is the user's
+		// code, and this runs under the pool's lock.
+		ss.notifier.notify(prev, next)
 	}
 }

@@ -1,11 +1,9 @@
 package client
 
 import (
-	"errors"
-	"sync/atomic"
 	"time"
 
-	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 )
 
 // Stats are counters since New, for dashboards and tests: a snapshot, a
@@ -50,7 +48,7 @@ type Stats struct {
 	// or lost in their handshake; LastLoss is why the last of them was
 	// lost (meaningful once SessionsLost is not 0).
 	SessionsOpened, SessionsLost uint64
-	LastLoss                     LossReason
+	LastLoss                     observe.LossReason
 
 	// CacheHits counts listings and reads answered from the cache within
 	// the ttlMs the server gave (no request sent); StaleAnswers those
@@ -85,41 +83,9 @@ type Stats struct {
 	// process of the first member running now, 0 if none; StdoutSkipped
 	// counts the stdout lines that were not JSON-RPC.
 	Restarts      uint64
-	LastExit      ProcessExit
+	LastExit      observe.ProcessExit
 	PID           int
 	StdoutSkipped uint64
-}
-
-type counters struct {
-	calls, retries, replays               atomic.Uint64
-	reinitializations, redials            atomic.Uint64
-	probes, probeFailures                 atomic.Uint64
-	outcomeUnknown, unavailable, authReqd atomic.Uint64
-	wrongAnswers, failedFast              atomic.Uint64
-	sessionsOpened, sessionsLost          atomic.Uint64
-	cacheHits, staleAnswers               atomic.Uint64
-	parserFallbacks                       atomic.Uint64
-	lastLoss                              atomic.Int32 // policy.Loss
-	// inFlight: 32 bits, beside lastLoss in one word (TestClientSizeClass).
-	inFlight atomic.Int32
-}
-
-// lost counts a session lost for kind.
-func (s *counters) lost(kind policy.Loss) {
-	s.sessionsLost.Add(1)
-	s.lastLoss.Store(int32(kind))
-}
-
-// record counts a failed call by what its error says of the request.
-func (s *counters) record(err error) {
-	switch {
-	case errors.Is(err, ErrOutcomeUnknown):
-		s.outcomeUnknown.Add(1)
-	case errors.Is(err, ErrUnavailable):
-		s.unavailable.Add(1)
-	case errors.Is(err, ErrAuthorizationRequired):
-		s.authReqd.Add(1)
-	}
 }
 
 // Stats returns a snapshot of the client's counters.
@@ -132,30 +98,30 @@ func (c *ResilientClient) Stats() Stats {
 		TokenRefreshes:        refreshes,
 		TokenRefreshFailures:  refreshFailures,
 		Authorizations:        authorizations,
-		Calls:                 c.stats.calls.Load(),
-		Retries:               c.stats.retries.Load(),
-		Replays:               c.stats.replays.Load(),
-		Reinitializations:     c.stats.reinitializations.Load(),
-		Redials:               c.stats.redials.Load(),
-		Probes:                c.stats.probes.Load(),
-		ProbeFailures:         c.stats.probeFailures.Load(),
-		OutcomeUnknown:        c.stats.outcomeUnknown.Load(),
-		Unavailable:           c.stats.unavailable.Load(),
-		AuthorizationRequired: c.stats.authReqd.Load(),
+		Calls:                 c.stats.Calls.Load(),
+		Retries:               c.stats.Retries.Load(),
+		Replays:               c.stats.Replays.Load(),
+		Reinitializations:     c.stats.Reinitializations.Load(),
+		Redials:               c.stats.Redials.Load(),
+		Probes:                c.stats.Probes.Load(),
+		ProbeFailures:         c.stats.ProbeFailures.Load(),
+		OutcomeUnknown:        c.stats.OutcomeUnknown.Load(),
+		Unavailable:           c.stats.Unavailable.Load(),
+		AuthorizationRequired: c.stats.AuthorizationRequired.Load(),
 		DroppedNotifications:  c.messages.Dropped(),
-		WrongAnswers:          c.stats.wrongAnswers.Load(),
-		FailedFast:            c.stats.failedFast.Load(),
-		SessionsOpened:        c.stats.sessionsOpened.Load(),
-		SessionsLost:          c.stats.sessionsLost.Load(),
-		LastLoss:              lossReason(policy.Loss(c.stats.lastLoss.Load())),
-		CacheHits:             c.stats.cacheHits.Load(),
-		StaleAnswers:          c.stats.staleAnswers.Load(),
-		ParserFallbacks:       c.stats.parserFallbacks.Load(),
-		Sessions:              c.pool.Stats().Ready,
-		InFlight:              int(c.stats.inFlight.Load()),
-		FailingFast:           c.brk.Load().isOpen(),
-		OutageSince:           c.brk.Load().outageSince(),
+		WrongAnswers:          c.stats.WrongAnswers.Load(),
+		FailedFast:            c.stats.FailedFast.Load(),
+		SessionsOpened:        c.stats.SessionsOpened.Load(),
+		SessionsLost:          c.stats.SessionsLost.Load(),
+		LastLoss:              c.stats.LastLoss(),
+		CacheHits:             c.stats.CacheHits.Load(),
+		StaleAnswers:          c.stats.StaleAnswers.Load(),
+		ParserFallbacks:       c.stats.ParserFallbacks.Load(),
+		Sessions:              c.sess.pool.Stats().Ready,
+		InFlight:              int(c.stats.InFlight.Load()),
+		FailingFast:           c.sess.brk.Load().isOpen(),
+		OutageSince:           c.sess.brk.Load().outageSince(),
 	}
-	c.stdioStats(&st)
+	c.sess.stdioStats(&st)
 	return st
 }

@@ -7,10 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -19,10 +16,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
-	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
 
 // NewStdio returns a client for the MCP server that command (run with
@@ -100,21 +97,37 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
 	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger,
-		obs: newObservers(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)})}
-	if c.obs != nil {
-		c.obs.server.Port = 0
-	}
+		obs: observers.New(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)}, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
-	c.stdio = &stdioSupervisor{
-		spec: stdio.Spec{Command: command, Args: args, Env: stdioEnv(os.Environ(), so.env), Dir: so.dir, StopTimeout: so.stopTimeout},
-		opts: so,
-	}
-	c.stdio.slots = make([]stdioSlot, o.poolSize)
-	for i := range c.stdio.slots {
-		c.stdio.slots[i].restarts = policy.Restarts{Limit: so.restartLimit, Window: so.restartWindow}
-	}
 	c.init(c.endpoint)
+	c.sess.stdio = c.sess.supervisor(stdio.Spec{Command: command, Args: args, Env: stdio.Env(os.Environ(), so.env), Dir: so.dir, StopTimeout: so.stopTimeout}, so)
 	return c, nil
+}
+
+// supervisor is the supervisor of a NewStdio client's processes, spec's
+// command run once per pool member, and what it asks of the client.
+func (ss *sessions) supervisor(spec stdio.Spec, so stdioOptions) *stdio.Supervisor {
+	c := ss.c
+	return stdio.NewSupervisor(stdio.Config{
+		Spec: spec, Members: c.opts.poolSize,
+		RestartLimit: so.restartLimit, RestartWindow: so.restartWindow, IdleStop: so.idleStop,
+		Limit: c.opts.maxResponseBytes, Log: c.log, NewBackOff: c.opts.newBackOff, Done: c.lifetime.Done(),
+		Unavailable: ErrUnavailable, Wake: ss.pool.Wake, OnEvent: c.obs.Process,
+		Idle: stdio.Idle{
+			Closed:    c.closed.Load,
+			Listening: c.messages.Listening, // subscribed, or listening
+			Calls:     c.stats.Calls.Load,
+			InFlight:  func() bool { return c.stats.InFlight.Load() > 0 },
+			StopAll: func(retire func(member, pid int, stop func() bool) bool) (left bool) {
+				for _, s := range ss.pool.Values() {
+					if !retire(s.member, s.proc.PID(), func() bool { return ss.pool.Retire(s) }) {
+						left = true
+					}
+				}
+				return left
+			},
+		},
+	})
 }
 
 // stdioOptions are NewStdio's own options.
@@ -234,62 +247,6 @@ func WithIdleStop(d time.Duration) Option {
 	})
 }
 
-// inheritedEnv are the variables of the agent's environment a stdio server
-// gets, as the TypeScript SDK's getDefaultEnvironment has them.
-var inheritedEnv = func() []string {
-	if runtime.GOOS == "windows" {
-		return []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE", "PROGRAMFILES"}
-	}
-	return []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
-}()
-
-// stdioEnv is a stdio server's environment: the inherited variables of
-// environ (not shell functions, whose values start with "()"), then extra.
-func stdioEnv(environ, extra []string) []string {
-	var env []string
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		for _, want := range inheritedEnv {
-			same := k == want
-			if runtime.GOOS == "windows" {
-				same = strings.EqualFold(k, want) // Path is PATH there
-			}
-			if same && !strings.HasPrefix(v, "()") {
-				env = append(env, kv)
-			}
-		}
-	}
-	return append(env, extra...)
-}
-
-// stdioSupervisor is what a NewStdio client keeps of its processes: per
-// pool member, the restart intensity and the process running; for the
-// client, the counts and the last exit. Safe for concurrent use. mu and
-// idleMu are leaf locks, never held together (nor with any other lock of
-// the client), and no user code runs under them.
-type stdioSupervisor struct {
-	spec     stdio.Spec
-	opts     stdioOptions
-	restarts atomic.Uint64
-	skipped  atomic.Uint64 // stdout lines that were not JSON-RPC
-	lastExit atomic.Pointer[ProcessExit]
-
-	mu    sync.Mutex
-	slots []stdioSlot // by pool member
-
-	idleMu    sync.Mutex  // guards the two below; a leaf
-	idleTimer *time.Timer // WithIdleStop's check; made by the first process
-	idleCalls uint64      // Stats().Calls at the last check
-}
-
-type stdioSlot struct {
-	restarts policy.Restarts
-	steps    backoff.BackOff // WithBackOff's, for the steps of a crash loop
-	proc     *stdio.Process  // the last started
-	started  bool
-	idled    bool // its last process was stopped for idleness: the next start is no restart
-}
-
 // ProcessExitError is the cause of the loss of a stdio server's session
 // when its process exited, and of calls that failed fast while it was
 // crash-looping: the exit, and its last stderr lines. Immutable.
@@ -300,51 +257,16 @@ type ProcessExitError = stdio.ExitError
 // answer whose id could be read before the limit.
 var ErrStdoutLineTooLong = stdio.ErrLineTooLong
 
-// crashLoopError is the cause of a dial made to wait past its deadline by
-// the restart intensity.
-type crashLoopError struct {
-	next time.Time
-	last *ProcessExitError
-}
-
-func (e *crashLoopError) Error() string {
-	msg := "server process crash-looping; next start in " + time.Until(e.next).Round(time.Millisecond).String()
-	if e.last != nil {
-		msg += ": " + e.last.Error()
-	}
-	return msg
-}
-func (e *crashLoopError) Unwrap() error {
-	if e.last == nil {
-		return nil
-	}
-	return e.last
-}
-
 // openStdio starts member's next process and initializes a session on it:
 // the stdio counterpart of open. The start waits as the restart intensity
 // says (a crash loop), within ctx.
-func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
-	sup := c.stdio
-	if err := c.awaitStart(ctx, member); err != nil {
-		return nil, err
-	}
-	p, err := stdio.Start(&sup.spec, c.opts.maxResponseBytes, c.log, &sup.skipped, func(p *stdio.Process) { c.processEnded(member, p) })
-	restart := sup.record(member, p)
+func (ss *sessions) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
+	p, err := ss.stdio.Start(ctx, member)
 	if err != nil {
-		if policy.StartPermanent(err) {
-			// The call learns at once, and the next call tries again.
-			return nil, backoff.Permanent(fmt.Errorf("%w: %w", ErrUnavailable, err))
-		}
 		return nil, err
 	}
-	if restart {
-		sup.restarts.Add(1)
-	}
-	c.obs.processEvent(ProcessStarted{PID: p.PID(), Member: member, Restart: restart})
-	c.log.Info("server process started", "command", sup.spec.Command, "pid", p.PID(), "member", member, "restart", restart)
 
-	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, c.opts.clientOptions...)
+	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, ss.c.opts.clientOptions...)
 	fail := func(err error) (*session, error) {
 		_ = mc.Close()
 		p.Stop()
@@ -352,10 +274,10 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 	}
 	// Not ctx, which ends with the dial: mcp-go answers the server's
 	// requests (sampling, elicitation, roots) under this one.
-	if err := mc.Start(c.lifetime); err != nil {
+	if err := mc.Start(ss.c.lifetime); err != nil {
 		return fail(err)
 	}
-	mc.OnNotification(c.messages.Handle)
+	mc.OnNotification(ss.c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	if err != nil {
 		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
@@ -368,73 +290,18 @@ func (c *ResilientClient) openStdio(ctx context.Context, member int, req *mcp.In
 		}
 		return fail(err)
 	}
-	c.stats.sessionsOpened.Add(1)
+	ss.c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: p}
 	// Notifications come on stdout, always: no event stream to open.
 	s.streams.SetListening(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := p.Attach(func(cause error) { c.replace(s, cause) }); err != nil {
+	if err := p.Attach(func(cause error) { ss.replace(s, cause) }); err != nil {
 		s.close()
 		return nil, err
 	}
-	c.armIdleStop()
+	ss.stdio.ArmIdleStop()
 	return s, nil
-}
-
-// armIdleStop (re)starts WithIdleStop's check: a timer, no goroutine.
-func (c *ResilientClient) armIdleStop() {
-	sup := c.stdio
-	d := sup.opts.idleStop
-	if d <= 0 {
-		return
-	}
-	sup.idleMu.Lock()
-	defer sup.idleMu.Unlock()
-	sup.idleCalls = c.stats.calls.Load()
-	if sup.idleTimer == nil {
-		sup.idleTimer = time.AfterFunc(d, c.checkIdle)
-	} else {
-		sup.idleTimer.Reset(d)
-	}
-}
-
-// checkIdle stops the processes if no call began in the last period and
-// none is in flight, and nothing listens; else it looks again a period
-// later. After Close it does nothing: the pool has closed the processes.
-func (c *ResilientClient) checkIdle() {
-	if c.closed.Load() {
-		return
-	}
-	sup := c.stdio
-	listening := c.messages.Listening() // subscribed, or listening
-	sup.idleMu.Lock()
-	calls := c.stats.calls.Load()
-	busy := calls != sup.idleCalls || c.stats.inFlight.Load() > 0 || listening
-	sup.idleCalls = calls
-	if busy {
-		sup.idleTimer.Reset(sup.opts.idleStop)
-		sup.idleMu.Unlock()
-		return
-	}
-	sup.idleMu.Unlock()
-	left := false
-	for _, s := range c.pool.Values() {
-		sup.mu.Lock()
-		sup.slots[s.member].idled = true
-		sup.mu.Unlock()
-		if c.pool.Retire(s) {
-			c.log.Info("server process stopped: idle", "pid", s.proc.PID(), "member", s.member, "idle_stop", sup.opts.idleStop)
-			continue
-		}
-		sup.mu.Lock()
-		sup.slots[s.member].idled = false // a call took it meanwhile
-		sup.mu.Unlock()
-		left = true
-	}
-	if left {
-		c.armIdleStop()
-	}
 }
 
 // stdioTransport is mcp-go's stdio transport over the pipes of a process
@@ -458,137 +325,28 @@ func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRe
 	return resp, err
 }
 
-// awaitStart waits until member's next process may start, as the restart
-// intensity says; if that is past ctx's deadline, it fails at once and the
-// pool's loop tries again on its schedule.
-func (c *ResilientClient) awaitStart(ctx context.Context, member int) error {
-	sup := c.stdio
-	sup.mu.Lock()
-	slot := &sup.slots[member]
-	var step time.Duration
-	if slot.restarts.Looping() {
-		if slot.steps == nil {
-			slot.steps = c.opts.newBackOff()
-		}
-		step = slot.steps.NextBackOff()
+// stdioStats fills in what Stats says of a stdio client's processes.
+func (ss *sessions) stdioStats(st *Stats) {
+	if ss.stdio == nil {
+		return
 	}
-	looping := slot.restarts.Looping()
-	at := slot.restarts.Next(time.Now(), max(step, 0))
-	nowLooping := slot.restarts.Looping()
-	sup.mu.Unlock()
-	if nowLooping && !looping {
-		c.log.Warn("server process crash-looping: starts slowed down, calls without a process fail fast",
-			"member", member, "limit", sup.opts.restartLimit, "window", sup.opts.restartWindow)
-		c.pool.Wake()
+	sup := ss.stdio.Stats()
+	st.Restarts, st.StdoutSkipped, st.LastExit, st.PID = sup.Restarts, sup.StdoutSkipped, sup.LastExit, sup.PID
+	// A crash loop fails calls fast while no session is in service, as
+	// the breaker does.
+	if sup.Looping && st.Sessions == 0 {
+		st.FailingFast = true
 	}
-	d := time.Until(at)
-	if d <= 0 {
-		return nil
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		return &crashLoopError{next: at, last: sup.lastExitError()}
-	}
-	switch wait.Sleep(ctx, d, c.lifetime.Done()) {
-	case wait.Elapsed:
-		return nil
-	}
-	return &crashLoopError{next: at, last: sup.lastExitError()}
-}
-
-// record records a start of member's process (p nil: it failed to start);
-// it reports whether it was a restart.
-func (sup *stdioSupervisor) record(member int, p *stdio.Process) bool {
-	sup.mu.Lock()
-	defer sup.mu.Unlock()
-	slot := &sup.slots[member]
-	if slot.idled {
-		slot.idled, slot.started = false, false
-		slot.restarts = policy.Restarts{Limit: slot.restarts.Limit, Window: slot.restarts.Window}
-	}
-	slot.restarts.Started(time.Now())
-	restart := slot.started
-	slot.started = true
-	if p != nil {
-		slot.proc = p
-	}
-	return restart
-}
-
-// processEnded records the exit of member's process p, for Stats and
-// errors, the restart intensity and the observers. It is told by p's wait,
-// before the loss of p's session is.
-func (c *ResilientClient) processEnded(member int, p *stdio.Process) {
-	exit := p.Exit()
-	c.stdio.lastExit.Store(&exit)
-	c.stdio.mu.Lock()
-	slot := &c.stdio.slots[member]
-	slot.restarts.Exited(exit.Uptime)
-	if !slot.restarts.Looping() {
-		slot.steps = nil
-	}
-	c.stdio.mu.Unlock()
-	c.obs.processEvent(ProcessExited{Exit: exit, Member: member, Stopped: p.Stopping()})
-}
-
-func (sup *stdioSupervisor) lastExitError() *ProcessExitError {
-	if e := sup.lastExit.Load(); e != nil {
-		return &ProcessExitError{Exit: *e}
-	}
-	return nil
 }
 
 // crashLoopFailFast is whileNoSession's answer for a stdio client whose
 // processes are crash-looping: calls fail at once, with the last exit.
-func (c *ResilientClient) crashLoopFailFast() error {
-	sup := c.stdio
-	if sup == nil {
+func (ss *sessions) crashLoopFailFast() error {
+	if ss.stdio == nil {
 		return nil
 	}
-	sup.mu.Lock()
-	looping := false
-	for i := range sup.slots {
-		looping = looping || sup.slots[i].restarts.Looping()
+	if why, last := ss.stdio.CrashLooping(); why != "" {
+		return &failedFast{why: why, last: last}
 	}
-	sup.mu.Unlock()
-	if !looping {
-		return nil
-	}
-	why := fmt.Sprintf("failing fast: the server process is crash-looping (more than %d restarts within %v)", sup.opts.restartLimit, sup.opts.restartWindow)
-	var last error
-	if e := sup.lastExitError(); e != nil {
-		last = e
-	}
-	return &failedFast{why: why, last: last}
-}
-
-// processEvent tells the observers of a stdio server's process.
-func (o *observers) processEvent(ev Event) {
-	if o != nil {
-		o.event(ev)
-	}
-}
-
-// stdioStats fills in what Stats says of a stdio client's processes.
-func (c *ResilientClient) stdioStats(st *Stats) {
-	sup := c.stdio
-	if sup == nil {
-		return
-	}
-	st.Restarts = sup.restarts.Load()
-	st.StdoutSkipped = sup.skipped.Load()
-	if e := sup.lastExit.Load(); e != nil {
-		st.LastExit = *e
-	}
-	sup.mu.Lock()
-	defer sup.mu.Unlock()
-	for i := range sup.slots {
-		if p := sup.slots[i].proc; p != nil && !p.HasExited(0) && st.PID == 0 {
-			st.PID = p.PID()
-		}
-		// A crash loop fails calls fast while no session is in service,
-		// as the breaker does.
-		if sup.slots[i].restarts.Looping() && st.Sessions == 0 {
-			st.FailingFast = true
-		}
-	}
+	return nil
 }

@@ -200,7 +200,7 @@ func (c *ResilientClient) toolCallForm(ctx context.Context, name string) policy.
 	if form != policy.LearnFirst {
 		return form
 	}
-	if err := c.learnTools(ctx); err != nil {
+	if err := c.listings.LearnTools(ctx); err != nil {
 		c.log.Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", describe(err))
 		return policy.PlainThenTask
 	}
@@ -212,13 +212,7 @@ func (c *ResilientClient) toolCallForm(ctx context.Context, name string) policy.
 // a listing of the tools at all. It reads the one field it needs of the
 // cached tool, on every tools/call, rather than a copy of the tool.
 func (c *ResilientClient) taskSupport(name string) (mcp.TaskSupport, bool) {
-	c.tools.mu.Lock()
-	defer c.tools.mu.Unlock()
-	e := c.tools.tools[name].Execution
-	if e == nil {
-		return "", c.tools.tools != nil
-	}
-	return e.TaskSupport, true
+	return c.listings.TaskSupport(name)
 }
 
 // refusedForTask reports whether the answer to a plain tools/call made
@@ -231,7 +225,7 @@ func (c *ResilientClient) refusedForTask(ctx context.Context, name string, res *
 	if !policy.RetryAsTask(methodNotFound, toolError) {
 		return false
 	}
-	if err := c.learnTools(ctx); err != nil {
+	if err := c.listings.LearnTools(ctx); err != nil {
 		return false
 	}
 	support, _ := c.taskSupport(name)
@@ -263,7 +257,7 @@ func (c *ResilientClient) ResumeTask(ctx context.Context, id string) (*mcp.CallT
 		if res, err = c.runTask(ctx, nil, t); err != nil {
 			res = nil
 		}
-		c.obs.toolResult(ctx, res)
+		c.obs.ToolResult(ctx, res)
 		return err
 	})
 	return res, err
@@ -432,7 +426,7 @@ func (c *ResilientClient) taskWaits(t *taskState) bool {
 		// 2025-11-25 delivers the server's requests on the tasks/result
 		// stream, to the handlers of WithClientOptions. 2026-07-28's
 		// tasks/update is not implemented: the task waits for them.
-		if vs := c.pool.Values(); len(vs) > 0 && !vs[0].sessionEra {
+		if vs := c.sess.pool.Values(); len(vs) > 0 && !vs[0].sessionEra {
 			if !t.noted {
 				t.noted = true
 				c.log.Warn("the task waits for input, which tasks/update would give; the client does not implement it and keeps polling", "task", t.ID)

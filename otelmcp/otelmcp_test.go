@@ -19,6 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/hostile"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/otelmcp"
@@ -454,7 +455,7 @@ func TestUnauthorizedResendIsAnAttempt(t *testing.T) {
 // no layer under its HTTP client); calls through a restart work as ever.
 func TestNoopProvidersAreAskedNothing(t *testing.T) {
 	obs := otelmcp.NewObserver(otelmcp.WithTracerProvider(tracenoop.NewTracerProvider()), otelmcp.WithMeterProvider(metricnoop.NewMeterProvider()))
-	if _, ok := obs.(client.MetaPropagator); ok {
+	if _, ok := obs.(observe.MetaPropagator); ok {
 		t.Error("an observer on the no-op tracer is a MetaPropagator")
 	}
 	srv := startServer(t, testserver.Config{Era: testserver.SessionEra, RecordMeta: true})

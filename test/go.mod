@@ -7,8 +7,8 @@ require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/resilientmcp/resilientmcp v0.1.0
-	github.com/resilientmcp/resilientmcp/auth/redisstore v0.1.0
+	github.com/resilientmcp/resilientmcp v0.2.0
+	github.com/resilientmcp/resilientmcp/auth/redisstore v0.2.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
 )

@@ -8,8 +8,9 @@
 // that an observer need not: otelmcp's is one.
 //
 // An observer is given to a client with client.WithObserver. Package client
-// keeps aliases of every name here (client.Observer is Observer), so code
-// written against client compiles unchanged.
+// keeps aliases of the names of its own API only (client.Observer is
+// Observer, client.State is State); the rest is named here, as grpc users
+// name stats.
 //
 // # What an observer is told, and when
 //

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client"
 
 	"github.com/resilientmcp/resilientmcp/examples/conformance/internal/user"
@@ -100,7 +101,7 @@ func oauthConfig(raw string) (client.OAuthConfig, error) {
 		Authorize:         user.Browser,
 	}
 	if ctx.IdPIDToken != "" {
-		cfg.Enterprise = &client.EnterpriseAuthorization{
+		cfg.Enterprise = &auth.EnterpriseAuthorization{
 			IDToken:       func(context.Context) (string, error) { return ctx.IdPIDToken, nil },
 			TokenEndpoint: ctx.IdPTokenEndpoint,
 			Issuer:        ctx.IdPIssuer,
@@ -108,7 +109,7 @@ func oauthConfig(raw string) (client.OAuthConfig, error) {
 		}
 	}
 	if ctx.WorkloadJWT != "" {
-		cfg.Workload = &client.WorkloadIdentity{
+		cfg.Workload = &auth.WorkloadIdentity{
 			Assertion: func(context.Context) (string, error) { return ctx.WorkloadJWT, nil },
 		}
 	}

@@ -46,7 +46,7 @@ func newEMARig(t *testing.T, idpCfg, asCfg authserver.Config, endpoint bool) *em
 	asCfg.ClientID, asCfg.ClientSecret, asCfg.TrustedIssuers = agentID, agentSecret, []*authserver.Server{idp}
 	as, srv := rig.GuardedServer(t, asCfg, testserver.Config{Era: testserver.SessionEra})
 	e := &emaRig{idp: idp, as: as}
-	ent := &client.EnterpriseAuthorization{
+	ent := &auth.EnterpriseAuthorization{
 		IDToken: func(context.Context) (string, error) {
 			e.idTokens.Add(1)
 			return idp.IDToken("alice", idpClientID, time.Hour), nil
@@ -193,7 +193,7 @@ func newWIFRig(t *testing.T, lifetime time.Duration) *wifRig {
 	as, srv := rig.GuardedServer(t, authserver.Config{ClientID: "workload", TrustedIssuers: []*authserver.Server{platform}, AccessTokenLifetime: lifetime},
 		testserver.Config{Era: testserver.SessionEra})
 	w := &wifRig{platform: platform, as: as, file: filepath.Join(t.TempDir(), "token")}
-	c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Workload: &client.WorkloadIdentity{AssertionFile: w.file}}))
+	c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Workload: &auth.WorkloadIdentity{AssertionFile: w.file}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestWorkloadIdentitySharedStore(t *testing.T) {
 	var rigs []*rig.Rig
 	for range 2 {
 		c, err := client.New(w.Srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Store: store,
-			Workload: &client.WorkloadIdentity{AssertionFile: w.file}}))
+			Workload: &auth.WorkloadIdentity{AssertionFile: w.file}}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/authserver"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/test/internal/rig"
@@ -23,12 +25,12 @@ type failedCalls struct {
 	failed []string
 }
 
-func (f *failedCalls) StartCall(ctx context.Context, _ client.CallInfo) context.Context { return ctx }
-func (f *failedCalls) StartAttempt(ctx context.Context, _ client.AttemptInfo) context.Context {
+func (f *failedCalls) StartCall(ctx context.Context, _ observe.CallInfo) context.Context { return ctx }
+func (f *failedCalls) StartAttempt(ctx context.Context, _ observe.AttemptInfo) context.Context {
 	return ctx
 }
-func (f *failedCalls) EndAttempt(context.Context, client.AttemptEnd) {}
-func (f *failedCalls) EndCall(_ context.Context, end client.CallEnd) {
+func (f *failedCalls) EndAttempt(context.Context, observe.AttemptEnd) {}
+func (f *failedCalls) EndCall(_ context.Context, end observe.CallEnd) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -36,7 +38,7 @@ func (f *failedCalls) EndCall(_ context.Context, end client.CallEnd) {
 		f.failed = append(f.failed, end.ErrorType)
 	}
 }
-func (f *failedCalls) HandleEvent(client.Server, client.Event) {}
+func (f *failedCalls) HandleEvent(observe.Server, observe.Event) {}
 
 // F46: the MCP server (and the authorization server) want a DPoP nonce
 // in every proof and rotate it under 16 goroutines, twice in a row every
@@ -157,8 +159,8 @@ func TestDPoPGrantsAndModes(t *testing.T) {
 		{"client credentials", authserver.Config{DPoP: true, DPoPNonce: true, ClientID: "agent", ClientSecret: "s3cret"},
 			client.OAuthConfig{ClientID: "agent", ClientSecret: "s3cret", GrantType: client.GrantClientCredentials}, true},
 		{"Ed25519 signer", authserver.Config{DPoP: true, DPoPNonce: true}, client.OAuthConfig{DPoPKey: ed}, true},
-		{"never", authserver.Config{DPoP: true}, client.OAuthConfig{DPoP: client.DPoPNever}, false},
-		{"always, ignored by the server", authserver.Config{}, client.OAuthConfig{DPoP: client.DPoPAlways}, false},
+		{"never", authserver.Config{DPoP: true}, client.OAuthConfig{DPoP: auth.DPoPNever}, false},
+		{"always, ignored by the server", authserver.Config{}, client.OAuthConfig{DPoP: auth.DPoPAlways}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.as.AccessTokenLifetime = lifetime
@@ -198,7 +200,7 @@ func TestDPoPWorkloadIdentity(t *testing.T) {
 	if err := os.WriteFile(file, []byte(platform.WorkloadAssertion("agent-7", as.URL(), time.Minute)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Workload: &client.WorkloadIdentity{AssertionFile: file}}))
+	c, err := client.New(srv.URL(), client.WithOAuth(client.OAuthConfig{ClientID: "workload", Workload: &auth.WorkloadIdentity{AssertionFile: file}}))
 	if err != nil {
 		t.Fatal(err)
 	}

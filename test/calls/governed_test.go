@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/test/internal/rig"
 )
@@ -361,13 +362,13 @@ type events struct {
 }
 
 type timedEvent struct {
-	ev client.Event
+	ev observe.Event
 	at time.Time
 }
 
 func newEvents(t *testing.T) *events { return &events{Recorder: rig.Recorder{T: t, Name: "events"}} }
 
-func (e *events) HandleEvent(_ client.Server, ev client.Event) {
+func (e *events) HandleEvent(_ observe.Server, ev observe.Event) {
 	e.mu.Lock()
 	e.at = append(e.at, timedEvent{ev, time.Now()})
 	e.mu.Unlock()
@@ -378,7 +379,7 @@ func (e *events) firstDialFailure() time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, te := range e.at {
-		if _, ok := te.ev.(client.DialFailed); ok {
+		if _, ok := te.ev.(observe.DialFailed); ok {
 			return te.at
 		}
 	}
@@ -386,12 +387,12 @@ func (e *events) firstDialFailure() time.Time {
 }
 
 // breaker lists the BreakerState events told so far.
-func (e *events) breaker() []client.BreakerState {
+func (e *events) breaker() []observe.BreakerState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []client.BreakerState
+	var out []observe.BreakerState
 	for _, te := range e.at {
-		if b, ok := te.ev.(client.BreakerState); ok {
+		if b, ok := te.ev.(observe.BreakerState); ok {
 			out = append(out, b)
 		}
 	}

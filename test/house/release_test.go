@@ -149,7 +149,7 @@ func TestVersionsYAMLNamesEveryModule(t *testing.T) {
 }
 
 // The release as a user meets it: the repository cloned bare and tagged as
-// versions.yaml says ("v0.1.0" for the root, "otelmcp/v0.1.0"...), served
+// versions.yaml says ("v0.2.0" for the root, "otelmcp/v0.2.0"...), served
 // where `go get` looks for it (git's url.insteadOf), with GOPRIVATE set
 // and no workspace. Each released module, alone in a fresh module, is
 // fetched with `go get module@version`, and a program importing every one

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/lb"
 	"github.com/resilientmcp/resilientmcp/internal/testcert"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
@@ -546,17 +547,17 @@ func TestLBRoundRobinSessionEra(t *testing.T) {
 		t.Errorf("the log said %d times that the deployment needs affinity; want once", said)
 	}
 	st := c.Stats()
-	if st.SessionsOpened == 0 || st.SessionsLost == 0 || st.LastLoss != client.LossExpired {
+	if st.SessionsOpened == 0 || st.SessionsLost == 0 || st.LastLoss != observe.LossExpired {
 		t.Errorf("Stats: %d sessions opened, %d lost, the last %v; want them counted, the last expired", st.SessionsOpened, st.SessionsLost, st.LastLoss)
 	}
 	_, events := obs.Told()
 	opened, lost := 0, 0
 	for _, ev := range events {
 		switch ev := ev.(type) {
-		case client.SessionOpened:
+		case observe.SessionOpened:
 			opened++
-		case client.SessionLost:
-			if ev.Reason == client.LossExpired {
+		case observe.SessionLost:
+			if ev.Reason == observe.LossExpired {
 				lost++
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
+	"github.com/resilientmcp/resilientmcp/client/store"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/test/internal/rig"
 )
@@ -36,26 +38,26 @@ func names(res *mcp.ListToolsResult) []string {
 // calls is an Observer that keeps how each call ended.
 type calls struct {
 	mu   sync.Mutex
-	ends []client.CallEnd
+	ends []observe.CallEnd
 }
 
-func (o *calls) StartCall(ctx context.Context, _ client.CallInfo) context.Context { return ctx }
-func (o *calls) StartAttempt(ctx context.Context, _ client.AttemptInfo) context.Context {
+func (o *calls) StartCall(ctx context.Context, _ observe.CallInfo) context.Context { return ctx }
+func (o *calls) StartAttempt(ctx context.Context, _ observe.AttemptInfo) context.Context {
 	return ctx
 }
-func (o *calls) EndAttempt(context.Context, client.AttemptEnd) {}
-func (o *calls) EndCall(_ context.Context, end client.CallEnd) {
+func (o *calls) EndAttempt(context.Context, observe.AttemptEnd) {}
+func (o *calls) EndCall(_ context.Context, end observe.CallEnd) {
 	o.mu.Lock()
 	o.ends = append(o.ends, end)
 	o.mu.Unlock()
 }
-func (o *calls) HandleEvent(client.Server, client.Event) {}
+func (o *calls) HandleEvent(observe.Server, observe.Event) {}
 
-func (o *calls) last() client.CallEnd {
+func (o *calls) last() observe.CallEnd {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.ends) == 0 {
-		return client.CallEnd{}
+		return observe.CallEnd{}
 	}
 	return o.ends[len(o.ends)-1]
 }
@@ -241,7 +243,7 @@ func TestNoStaleListingAcrossServerIdentity(t *testing.T) {
 	t.Run("FileListingStore", func(t *testing.T) { noStaleListingAcrossServerIdentity(t, fileStore(t, t.TempDir())) })
 }
 
-func noStaleListingAcrossServerIdentity(t *testing.T, store client.ListingStore) {
+func noStaleListingAcrossServerIdentity(t *testing.T, store store.ListingStore) {
 	cfg := testserver.Config{Era: testserver.StatelessEra, ServerVersion: "1"}
 	opts := []client.Option{client.WithFailFastAfter(50 * time.Millisecond), client.WithBackOff(rig.FastBackOff)}
 	if store != nil {

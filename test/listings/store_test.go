@@ -17,13 +17,14 @@ import (
 	"github.com/resilientmcp/resilientmcp/auth/redisstore"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/store"
 	"github.com/resilientmcp/resilientmcp/internal/redistest"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
-func fileStore(t *testing.T, dir string) client.ListingStore {
+func fileStore(t *testing.T, dir string) store.ListingStore {
 	t.Helper()
-	s, err := client.NewFileListingStore(dir)
+	s, err := store.NewFileListingStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func fileStore(t *testing.T, dir string) client.ListingStore {
 }
 
 // storeAt opens the listing store where names: file:<dir> or redis:<addr>.
-func storeAt(t *testing.T, where string) client.ListingStore {
+func storeAt(t *testing.T, where string) store.ListingStore {
 	t.Helper()
 	switch kind, at, _ := strings.Cut(where, ":"); kind {
 	case "file":

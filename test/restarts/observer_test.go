@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/test/internal/rig"
 )
@@ -42,36 +43,36 @@ func TestObserversAreEachToldEverything(t *testing.T) {
 		}
 	}
 
-	has := func(rec *rig.Recorder, match func(client.Event) bool) bool {
+	has := func(rec *rig.Recorder, match func(observe.Event) bool) bool {
 		_, events := rec.Told()
 		return slices.ContainsFunc(events, match)
 	}
 	for _, rec := range []*rig.Recorder{first, second} {
-		for what, match := range map[string]func(client.Event) bool{
-			"the first session opened": func(ev client.Event) bool {
-				o, ok := ev.(client.SessionOpened)
-				return ok && o.Reason == client.OpenFirst && o.Session != ""
+		for what, match := range map[string]func(observe.Event) bool{
+			"the first session opened": func(ev observe.Event) bool {
+				o, ok := ev.(observe.SessionOpened)
+				return ok && o.Reason == observe.OpenFirst && o.Session != ""
 			},
-			"the session lost, expired": func(ev client.Event) bool {
-				l, ok := ev.(client.SessionLost)
-				return ok && l.Reason == client.LossExpired && l.Cause != nil
+			"the session lost, expired": func(ev observe.Event) bool {
+				l, ok := ev.(observe.SessionLost)
+				return ok && l.Reason == observe.LossExpired && l.Cause != nil
 			},
-			"the new session opened by a re-initialization": func(ev client.Event) bool {
-				o, ok := ev.(client.SessionOpened)
-				return ok && o.Reason == client.OpenReinitialize && o.Session == r.C.GetSessionId()
+			"the new session opened by a re-initialization": func(ev observe.Event) bool {
+				o, ok := ev.(observe.SessionOpened)
+				return ok && o.Reason == observe.OpenReinitialize && o.Session == r.C.GetSessionId()
 			},
-			"the old session closed after its loss": func(ev client.Event) bool {
-				c, ok := ev.(client.SessionClosed)
-				return ok && c.Lost == client.LossExpired && c.Cause != nil && c.Duration > 0
+			"the old session closed after its loss": func(ev observe.Event) bool {
+				c, ok := ev.(observe.SessionClosed)
+				return ok && c.Lost == observe.LossExpired && c.Cause != nil && c.Duration > 0
 			},
-			"the slot Ready": func(ev client.Event) bool {
-				return ev == client.SessionState{From: client.Connecting, To: client.Ready}
+			"the slot Ready": func(ev observe.Event) bool {
+				return ev == observe.SessionState{From: client.Connecting, To: client.Ready}
 			},
-			"the slot Reconnecting": func(ev client.Event) bool {
-				return ev == client.SessionState{From: client.Ready, To: client.Reconnecting}
+			"the slot Reconnecting": func(ev observe.Event) bool {
+				return ev == observe.SessionState{From: client.Ready, To: client.Reconnecting}
 			},
-			"the slot Ready again": func(ev client.Event) bool {
-				return ev == client.SessionState{From: client.Reconnecting, To: client.Ready}
+			"the slot Ready again": func(ev observe.Event) bool {
+				return ev == observe.SessionState{From: client.Reconnecting, To: client.Ready}
 			},
 		} {
 			rig.Eventually(t, rec.Name+" told of "+what, func() bool { return has(rec, match) })
@@ -79,7 +80,7 @@ func TestObserversAreEachToldEverything(t *testing.T) {
 	}
 	r.C.Close()
 	for _, rec := range []*rig.Recorder{first, second} {
-		if !has(rec, func(ev client.Event) bool { return ev == client.SessionState{From: client.Ready, To: client.Closed} }) {
+		if !has(rec, func(ev observe.Event) bool { return ev == observe.SessionState{From: client.Ready, To: client.Closed} }) {
 			t.Errorf("%s not told the slot closed by the time Close returned", rec.Name)
 		}
 	}

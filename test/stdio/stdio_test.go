@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/internal/testserver"
 	"github.com/resilientmcp/resilientmcp/retry"
 )
@@ -266,8 +267,8 @@ func TestStdioCrashLoop(t *testing.T) {
 	}
 	var starts sync.Map
 	var nstarts atomicCount
-	obs := observerFunc(func(ev client.Event) {
-		if ps, ok := ev.(client.ProcessStarted); ok {
+	obs := observerFunc(func(ev observe.Event) {
+		if ps, ok := ev.(observe.ProcessStarted); ok {
 			starts.Store(ps.PID, time.Now())
 			nstarts.add()
 		}
@@ -338,15 +339,15 @@ func (a *atomicCount) load() int {
 }
 
 // observerFunc is an Observer of events only.
-type observerFunc func(client.Event)
+type observerFunc func(observe.Event)
 
-func (f observerFunc) StartCall(ctx context.Context, _ client.CallInfo) context.Context { return ctx }
-func (f observerFunc) StartAttempt(ctx context.Context, _ client.AttemptInfo) context.Context {
+func (f observerFunc) StartCall(ctx context.Context, _ observe.CallInfo) context.Context { return ctx }
+func (f observerFunc) StartAttempt(ctx context.Context, _ observe.AttemptInfo) context.Context {
 	return ctx
 }
-func (f observerFunc) EndAttempt(context.Context, client.AttemptEnd) {}
-func (f observerFunc) EndCall(context.Context, client.CallEnd)       {}
-func (f observerFunc) HandleEvent(_ client.Server, ev client.Event)  { f(ev) }
+func (f observerFunc) EndAttempt(context.Context, observe.AttemptEnd) {}
+func (f observerFunc) EndCall(context.Context, observe.CallEnd)       {}
+func (f observerFunc) HandleEvent(_ observe.Server, ev observe.Event) { f(ev) }
 
 // TestStdioCloseEndsTheGroup: Close ends the whole process group, a shell
 // leader, a server that ignores SIGTERM and stays after stdin ends, and a

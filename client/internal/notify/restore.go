@@ -99,7 +99,7 @@ func (m *Messages) Restore(ctx context.Context, s Session) error {
 func (m *Messages) SubscriptionFilter() mcp.SubscriptionFilter {
 	subs, _ := m.memory.snapshot()
 	// The cache of listings hears of changes too, once it holds an answer
-	// with a ttl (the client's listings.go).
+	// with a ttl (listings.Cache.Listening).
 	listening := m.notifications.HasHandlers() || m.host.ListingsListen()
 	return m.listens.union(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// addMeta is the observers' edit (client/observe_wire.go): meta's entries
+// addMeta is the observers' edit (client/internal/observers/wire.go): meta's entries
 // in params._meta, the request's own entries kept.
 func addMeta(body []byte, meta map[string]string) ([]byte, string) {
 	keys := make([]string, 0, len(meta))

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/resilientmcp/resilientmcp/client"
+	"github.com/resilientmcp/resilientmcp/client/observe"
 )
 
 // Recorder is an Observer that writes down what it is told, as lines, and
@@ -21,7 +21,7 @@ type Recorder struct {
 
 	Mu     sync.Mutex
 	lines  []string
-	events []client.Event
+	events []observe.Event
 }
 
 type recorderKey struct{ Name string }
@@ -41,34 +41,34 @@ func (r *Recorder) see(ctx context.Context, what string) {
 	}
 }
 
-func (r *Recorder) StartCall(ctx context.Context, call client.CallInfo) context.Context {
+func (r *Recorder) StartCall(ctx context.Context, call observe.CallInfo) context.Context {
 	r.Add("call %s %s", call.Method, call.Tool)
 	return context.WithValue(ctx, recorderKey{r.Name}, true)
 }
 
-func (r *Recorder) StartAttempt(ctx context.Context, a client.AttemptInfo) context.Context {
+func (r *Recorder) StartAttempt(ctx context.Context, a observe.AttemptInfo) context.Context {
 	r.see(ctx, "StartAttempt")
 	r.Add("attempt %d %s waited=%s", a.Number, a.Reason, a.Waited)
 	return ctx
 }
 
-func (r *Recorder) EndAttempt(ctx context.Context, end client.AttemptEnd) {
+func (r *Recorder) EndAttempt(ctx context.Context, end observe.AttemptEnd) {
 	r.see(ctx, "EndAttempt")
 	r.Add("attempt ended %q", end.ErrorType)
 }
 
-func (r *Recorder) EndCall(ctx context.Context, end client.CallEnd) {
+func (r *Recorder) EndCall(ctx context.Context, end observe.CallEnd) {
 	r.see(ctx, "EndCall")
 	r.Add("call ended %q after %d", end.ErrorType, end.Attempts)
 }
 
-func (r *Recorder) HandleEvent(_ client.Server, ev client.Event) {
+func (r *Recorder) HandleEvent(_ observe.Server, ev observe.Event) {
 	r.Mu.Lock()
 	r.events = append(r.events, ev)
 	r.Mu.Unlock()
 }
 
-func (r *Recorder) Told() ([]string, []client.Event) {
+func (r *Recorder) Told() ([]string, []observe.Event) {
 	r.Mu.Lock()
 	defer r.Mu.Unlock()
 	return slices.Clone(r.lines), slices.Clone(r.events)

@@ -1,4 +1,4 @@
-package client
+package observers
 
 import (
 	"maps"
@@ -16,10 +16,10 @@ import (
 // HTTP version of the answer. Requests outside calls (probes, dials, the
 // token layer's own) pass untouched.
 
-// layer is the observers' hook in the HTTP chain, if there are
+// Layer is the observers' hook in the HTTP chain, if there are
 // MetaPropagators: other observers are not told the HTTP version
 // (AttemptEnd.NetworkProtocolVersion), and their calls pay for no layer.
-func (o *observers) layer() wire.Observer {
+func (o *Set) Layer() wire.Observer {
 	if o == nil || len(o.meta) == 0 {
 		return nil
 	}
@@ -28,7 +28,7 @@ func (o *observers) layer() wire.Observer {
 
 // Outgoing is wire.Observer's: req with the propagators' _meta, and the
 // call's trace to tell of the answer.
-func (o *observers) Outgoing(req *http.Request) (*http.Request, wire.Answered) {
+func (o *Set) Outgoing(req *http.Request) (*http.Request, wire.Answered) {
 	ct := traceOf(req.Context())
 	if ct == nil {
 		return req, nil
@@ -41,7 +41,7 @@ func (o *observers) Outgoing(req *http.Request) (*http.Request, wire.Answered) {
 
 // inject returns req carrying what the MetaPropagators set, or req itself
 // when they set nothing or its body is not a message that can carry it.
-func (o *observers) inject(req *http.Request, ct *callTrace) *http.Request {
+func (o *Set) inject(req *http.Request, ct *Trace) *http.Request {
 	var meta map[string]string
 	for _, mp := range o.meta {
 		switch m := mp.InjectMeta(req.Context()); {

@@ -1,4 +1,4 @@
-package client
+package stdio
 
 import (
 	"runtime"
@@ -10,8 +10,8 @@ func TestStdioEnvKeepsOnlyHarmlessVariables(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows inherits its own list")
 	}
-	env := stdioEnv([]string{"PATH=/bin", "HOME=/h", "AWS_SECRET_ACCESS_KEY=s", "Path=/x", "SHELL=() { :; }", "TERM=xterm"}, []string{"TOKEN=t"})
+	env := Env([]string{"PATH=/bin", "HOME=/h", "AWS_SECRET_ACCESS_KEY=s", "Path=/x", "SHELL=() { :; }", "TERM=xterm"}, []string{"TOKEN=t"})
 	if got := strings.Join(env, " "); got != "PATH=/bin HOME=/h TERM=xterm TOKEN=t" {
-		t.Errorf("stdioEnv = %s", got)
+		t.Errorf("Env = %s", got)
 	}
 }
