@@ -74,9 +74,8 @@ type ResilientClient struct {
 	//   - the sessions' two, documented on sessions (session.go): the
 	//     pool's lock → sessions.stateMu → the notifier's, and the pool's
 	//     lock → the breaker's → the notifier's;
-	//   - a session's notify.Streams.mu → the memory's mu, then the
-	//     listens' mu (taken one after the other, never together; see
-	//     notify.Messages);
+	//   - a session's notify.Streams.mu → the memory's mu, which guards
+	//     the listens too (see notify.Messages);
 	//   - the listing store writer's mu → backgroundMu (the Close barrier,
 	//     listings.Cache).
 	//

@@ -19,16 +19,15 @@ var ErrListenSessionEra = fmt.Errorf(
 // while they listen. Every stateless-era session listens for the union of
 // it and the client's own filter (see SubscriptionFilter), on one stream:
 // mcp-go keeps one subscriptions/listen stream per session, and a second
-// Listen on it would end the first.
+// Listen on it would end the first. It is part of the memory, and guarded
+// by its mu (one lock for both, for the size of the client:
+// TestClientSizeClass): its methods are called with memory.mu held.
 type listenSet struct {
-	mu      sync.Mutex // inside Streams.mu; nothing is locked under it
 	next    int
 	filters map[int]mcp.SubscriptionFilter
 }
 
 func (l *listenSet) add(f mcp.SubscriptionFilter) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.filters == nil {
 		l.filters = map[int]mcp.SubscriptionFilter{}
 	}
@@ -38,22 +37,16 @@ func (l *listenSet) add(f mcp.SubscriptionFilter) int {
 }
 
 func (l *listenSet) remove(id int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	delete(l.filters, id)
 }
 
 // any reports whether anyone listens.
 func (l *listenSet) any() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	return len(l.filters) > 0
 }
 
 // union returns f widened by every filter in the set.
 func (l *listenSet) union(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for _, g := range l.filters {
 		f.ToolsListChanged = f.ToolsListChanged || g.ToolsListChanged
 		f.PromptsListChanged = f.PromptsListChanged || g.PromptsListChanged
@@ -72,7 +65,7 @@ func (l *listenSet) union(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
 // It is the client's Listen and ListenAsync.
 func (m *Messages) Listen(ctx context.Context, filter mcp.SubscriptionFilter) (end func(), err error) {
 	// Added first, so that a session opened meanwhile listens for it too.
-	id := m.listens.add(filter)
+	id := m.memory.listen(filter)
 	err = m.host.Do(ctx, string(mcp.MethodSubscriptionsListen), func(s Session) error {
 		if s.SessionEra() {
 			return ErrListenSessionEra
@@ -80,14 +73,14 @@ func (m *Messages) Listen(ctx context.Context, filter mcp.SubscriptionFilter) (e
 		return nil
 	})
 	if err != nil {
-		m.listens.remove(id)
+		m.memory.unlisten(id)
 		return nil, err
 	}
 	m.relistenAll()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			m.listens.remove(id)
+			m.memory.unlisten(id)
 			m.relistenAll()
 		})
 	}, nil

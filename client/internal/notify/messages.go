@@ -103,7 +103,7 @@ type Streams struct {
 	watch     *Watch
 	listening atomic.Bool
 	gen       atomic.Uint64      // which relisten owns the stream
-	mu        sync.Mutex         // orders relistens; outside memory.mu and listens.mu (see Messages)
+	mu        sync.Mutex         // orders relistens; outside memory.mu (see Messages)
 	stop      context.CancelFunc // ends the stream of the last relisten
 	loops     sync.WaitGroup     // listen loops
 }
@@ -126,14 +126,13 @@ func (st *Streams) Wait() { st.loops.Wait() }
 // It is part of the client, made ready by Init, and safe for concurrent
 // use.
 //
-// Lock order: a session's Streams.mu → memory.mu, then listens.mu (taken
-// one after the other, never together). The dispatcher's lock, the
-// progress registry's, are leaves.
+// Lock order: a session's Streams.mu → memory.mu, which also guards what
+// callers of Listen listen for. The dispatcher's lock, the progress
+// registry's, are leaves.
 type Messages struct {
 	host          Host
 	notifications *Dispatcher
-	memory        memory    // subscriptions and logging level, restored on every new session
-	listens       listenSet // what callers of Listen asked for
+	memory        memory // subscriptions and logging level, restored on every new session, and what callers of Listen asked for
 	progress      atomic.Pointer[progress.Registry]
 }
 
@@ -190,5 +189,5 @@ func (m *Messages) SetLevel(level mcp.LoggingLevel) { m.memory.setLevel(level) }
 // coming: a subscription, or a Listen under way.
 func (m *Messages) Listening() bool {
 	subs, _ := m.memory.snapshot()
-	return len(subs) > 0 || m.listens.any()
+	return len(subs) > 0 || m.memory.listening()
 }

@@ -17,9 +17,10 @@ import (
 // must have again: a transparent re-initialization is only transparent if
 // the new session is the old one in every way the caller can see.
 type memory struct {
-	mu    sync.Mutex // inside Streams.mu; nothing is locked under it
-	subs  []string   // resource URIs subscribed to, in order
-	level mcp.LoggingLevel
+	mu      sync.Mutex // inside Streams.mu; nothing is locked under it
+	subs    []string   // resource URIs subscribed to, in order
+	level   mcp.LoggingLevel
+	listens listenSet // what callers of Listen asked for (listen.go)
 }
 
 func (m *memory) subscribed(uri string, on bool) {
@@ -44,6 +45,34 @@ func (m *memory) snapshot() ([]string, mcp.LoggingLevel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.subs), m.level
+}
+
+// listen adds f to what callers of Listen listen for, under the id it
+// returns; unlisten takes it out again.
+func (m *memory) listen(f mcp.SubscriptionFilter) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listens.add(f)
+}
+
+func (m *memory) unlisten(id int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.listens.remove(id)
+}
+
+// listening reports whether a caller of Listen listens.
+func (m *memory) listening() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listens.any()
+}
+
+// listenUnion returns f widened by what callers of Listen listen for.
+func (m *memory) listenUnion(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listens.union(f)
 }
 
 // WantsEventStream reports whether session-era sessions must keep the GET
@@ -101,7 +130,7 @@ func (m *Messages) SubscriptionFilter() mcp.SubscriptionFilter {
 	// The cache of listings hears of changes too, once it holds an answer
 	// with a ttl (listings.Cache.Listening).
 	listening := m.notifications.HasHandlers() || m.host.ListingsListen()
-	return m.listens.union(mcp.SubscriptionFilter{
+	return m.memory.listenUnion(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,
 		PromptsListChanged:    listening,
 		ResourcesListChanged:  listening,
