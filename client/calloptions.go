@@ -36,7 +36,7 @@ type callOptions struct {
 	invalid         error // the first invalid option: every call made with it fails with it
 	// ofTask: a request a task call makes on its behalf (the creating
 	// tools/call, tasks/get, tasks/result, tasks/cancel). The task call
-	// follows its progress as a whole (taskcall.go), so such a request is
+	// follows its progress as a whole (client/internal/tasks), so such a request is
 	// not governed on its own.
 	ofTask bool
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
+	"github.com/resilientmcp/resilientmcp/client/internal/tasks"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/retry"
 )
@@ -48,6 +49,7 @@ type ResilientClient struct {
 	// followed by their progress (client/internal/notify; messages.go).
 	messages notify.Messages
 
+	tasks       *tasks.Calls     // tool calls made tasks, and the TaskStore of their ids (client/internal/tasks)
 	listings    listings.Cache   // the server's tools, for the replay decision, and the cache of listings and reads (listinghost.go)
 	credentials wire.Credentials // the credential last sent, keying private answers (listings.Cache); the HTTP chain's
 
@@ -59,7 +61,7 @@ type ResilientClient struct {
 	// StartBackground), and, through goBackground, the
 	// notifications/cancelled of an abandoned request (notify's
 	// TellCancelled) and the tasks/cancel of an abandoned task
-	// (taskAbandoned). None starts once Close has set closed: each adds to
+	// (tasks.Calls). None starts once Close has set closed: each adds to
 	// background under backgroundMu, and Close takes it once, as a
 	// barrier, before it waits.
 	backgroundMu sync.Mutex
@@ -195,14 +197,12 @@ func (c *ResilientClient) init(target string) {
 	if o.retryBudget == nil {
 		o.retryBudget = retry.DefaultBudget()
 	}
-	if o.taskStore == nil {
-		o.taskStore = newMemoryTaskStore()
-	}
 	c.listings.Init((*listingHost)(c))
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.messages.Init((*messagesHost)(c))
 	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.Share(c.deadlines.get)
+	c.tasks = tasks.New((*taskHost)(c))
 	c.sess.init(c, target)
 }
 

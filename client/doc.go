@@ -37,8 +37,8 @@
 //	                  path's RoundTrippers in order (tracker and guard, token,
 //	                  credentials, observers, resend, transport)
 //
-// CallTool decides plain or task once, before the call (taskcall.go's
-// toolCallForm, policy.CallAs).
+// CallTool decides plain or task once, before the call (tasks.Calls.Form
+// in client/internal/tasks, policy.CallAs).
 //
 // And around it:
 //
@@ -56,8 +56,9 @@
 //	                the cache itself, its store writer and the tools the
 //	                replay decision reads are client/internal/listings,
 //	                which listinghost.go joins to the client
-//	taskcall.go     a tools/call made a task; tasks.go: the tasks API;
-//	                taskstore.go: the ids of tasks not yet delivered;
+//	tasks.go        the tasks API, PendingTasks, ResumeTask; a tools/call
+//	                made a task, and the ids of tasks not yet delivered, are
+//	                client/internal/tasks, which taskcall.go serves (taskHost);
 //	                the stores' types and file stores are client/store
 //	progress.go     which calls progress governs; a call's progress itself
 //	                is client/internal/progress

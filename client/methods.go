@@ -235,7 +235,7 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
 	// Plain or task, decided once, before the call (policy.CallAs).
-	form := c.toolCallForm(ctx, name)
+	form := c.tasks.Form(ctx, name)
 	// One call, as the observers and Stats see it, whichever form it ends
 	// in: a plain tools/call the server refused for want of a task is
 	// followed by the task, within the same books.
@@ -243,7 +243,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 	err := c.call(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context) error {
 		var err error
 		if form == policy.CallAsTask {
-			res, err = c.runTask(ctx, &req, nil)
+			res, err = c.tasks.Run(ctx, &req, nil)
 		} else {
 			err = c.run(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context, s *session) error {
 				var err error
@@ -254,8 +254,8 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 				res, err = s.mc.CallTool(ctx, req)
 				return err
 			})
-			if form == policy.PlainThenTask && (err != nil || res != nil && res.IsError) && c.refusedForTask(ctx, name, res, err) {
-				res, err = c.runTask(ctx, &req, nil)
+			if form == policy.PlainThenTask && (err != nil || res != nil && res.IsError) && c.tasks.Refused(ctx, name, res, err) {
+				res, err = c.tasks.Run(ctx, &req, nil)
 			}
 		}
 		if err != nil {
@@ -265,6 +265,18 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 		return err
 	})
 	return res, err
+}
+
+// AsTask and ToolSupport are what tasks.Calls.Form asks of the client on
+// every tools/call, plain or task (taskcall.go has the rest of taskHost):
+// here, beside CallTool, so that a plain call runs no code of taskcall.go.
+func (h *taskHost) AsTask(ctx context.Context) bool {
+	o := callOptionsOf(ctx)
+	return h.opts.taskCalls || o != nil && o.asTask
+}
+
+func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
+	return h.listings.TaskSupport(name)
 }
 
 // SetLevel sets the level of log messages the server sends. The level is

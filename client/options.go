@@ -69,7 +69,7 @@ type options struct {
 	listingCacheOff bool           // WithListingCache(false)
 	sseFallback     bool           // WithSSEFallback
 	maxStaleSet     bool           // WithMaxStale was given: listings.maxStale, not DefaultMaxStale
-	taskStore       TaskStore      // WithTaskStore; nil until New: one in memory
+	taskStore       TaskStore      // WithTaskStore; nil: one in memory (client/internal/tasks)
 	listings        listingOptions // the cache of listings and reads (listings.go; the cache is listings.Cache)
 	invalid         error          // every invalid option's, joined
 

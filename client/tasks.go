@@ -7,8 +7,55 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/store"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
+
+// PendingTask is a task a call of the client created and whose result has
+// not been delivered yet, as a TaskStore keeps it: store.PendingTask.
+type PendingTask = store.PendingTask
+
+// TaskStore keeps the ids of the tasks a client's calls created until
+// their results are delivered: store.TaskStore, which says what the client
+// expects of one.
+type TaskStore = store.TaskStore
+
+// NewFileTaskStore returns a TaskStore in dir, created (0700) if need be:
+// one machine, surviving restarts of the agent. It is
+// store.NewFileTaskStore, which says how it keeps them; safe for
+// concurrent use by any number of goroutines and processes of the machine.
+func NewFileTaskStore(dir string) (TaskStore, error) { return store.NewFileTaskStore(dir) }
+
+// PendingTasks lists the tasks of this client's endpoint that calls
+// created and whose results were not delivered: after a restart of the
+// agent, those a previous process left in the TaskStore (WithTaskStore);
+// while calls are under way, theirs too. Oldest first. Collect a result
+// with ResumeTask.
+func (c *ResilientClient) PendingTasks(ctx context.Context) ([]PendingTask, error) {
+	return c.tasks.Pending(ctx)
+}
+
+// ResumeTask collects the result of a task a call created, by its id, as
+// CallTool would have returned it: typically one PendingTasks lists after
+// the agent restarted. It polls the task as a task call does, through
+// reconnects and outages; its context's deadline bounds it (without one,
+// WithMaxCallDuration); cancelling ctx cancels the task (tasks/cancel).
+// A task the server no longer knows is *TaskLostError. Once the result is
+// delivered, or the server has said the task is gone, the id leaves the
+// TaskStore.
+func (c *ResilientClient) ResumeTask(ctx context.Context, id string) (*mcp.CallToolResult, error) {
+	t := c.tasks.Find(ctx, id)
+	var res *mcp.CallToolResult
+	err := c.call(ctx, string(mcp.MethodToolsCall), t.Tool, func(ctx context.Context) error {
+		var err error
+		if res, err = c.tasks.Run(ctx, nil, t); err != nil {
+			res = nil
+		}
+		c.obs.ToolResult(ctx, res)
+		return err
+	})
+	return res, err
+}
 
 // The tasks API: every request reads or settles a task the server keeps
 // apart from the request that started it, so each is safe to repeat and is

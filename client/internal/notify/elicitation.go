@@ -213,7 +213,7 @@ func DeclareApplyDefaults(method string, params any) any {
 	} else {
 		// The per-request metadata of the stateless era: mcp-go's params
 		// are already a map of raw fields, the client's own requests'
-		// (rawRequest) raw JSON.
+		// (tasks.Request) raw JSON.
 		switch p := params.(type) {
 		case map[string]json.RawMessage:
 			if p["_meta"] == nil {

@@ -81,7 +81,7 @@ func TestDeclareApplyDefaults(t *testing.T) {
 			"name":  json.RawMessage(`"echo"`),
 			"_meta": json.RawMessage(`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`),
 		}, `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{"applyDefaults":true}}}`},
-		{"stateless request of the client's own (rawRequest)", "tools/call",
+		{"stateless request of the client's own (tasks.Request)", "tools/call",
 			json.RawMessage(`{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}`),
 			`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{"applyDefaults":true}}}`},
 		{"session-era request", "tools/call", map[string]any{"name": "echo"}, ""},
