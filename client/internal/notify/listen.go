@@ -65,7 +65,7 @@ func (l *listenSet) union(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
 // It is the client's Listen and ListenAsync.
 func (m *Messages) Listen(ctx context.Context, filter mcp.SubscriptionFilter) (end func(), err error) {
 	// Added first, so that a session opened meanwhile listens for it too.
-	id := m.memory.listen(filter)
+	id := m.mem().listen(filter)
 	err = m.host.Do(ctx, string(mcp.MethodSubscriptionsListen), func(s Session) error {
 		if s.SessionEra() {
 			return ErrListenSessionEra
@@ -73,14 +73,14 @@ func (m *Messages) Listen(ctx context.Context, filter mcp.SubscriptionFilter) (e
 		return nil
 	})
 	if err != nil {
-		m.memory.unlisten(id)
+		m.mem().unlisten(id)
 		return nil, err
 	}
 	m.relistenAll()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			m.memory.unlisten(id)
+			m.mem().unlisten(id)
 			m.relistenAll()
 		})
 	}, nil

@@ -132,8 +132,21 @@ func (st *Streams) Wait() { st.loops.Wait() }
 type Messages struct {
 	host          Host
 	notifications *Dispatcher
-	memory        memory // subscriptions and logging level, restored on every new session, and what callers of Listen asked for
-	progress      atomic.Pointer[progress.Registry]
+	// memory: the subscriptions and logging level, restored on every new
+	// session, and what callers of Listen asked for; made by the first
+	// (mem): an idle client, or one that never subscribes, sets a level
+	// or listens, pays a pointer for it (TestClientSizeClass).
+	memory   atomic.Pointer[memory]
+	progress atomic.Pointer[progress.Registry]
+}
+
+// mem is the memory, made if it was not.
+func (m *Messages) mem() *memory {
+	if mem := m.memory.Load(); mem != nil {
+		return mem
+	}
+	m.memory.CompareAndSwap(nil, new(memory))
+	return m.memory.Load()
 }
 
 // Init makes m ready to serve the client h.
@@ -180,14 +193,15 @@ func (m *Messages) Dispatch(n mcp.JSONRPCNotification) {
 
 // Subscribed records a subscription to uri made (on) or ended, for every
 // new session.
-func (m *Messages) Subscribed(uri string, on bool) { m.memory.subscribed(uri, on) }
+func (m *Messages) Subscribed(uri string, on bool) { m.mem().subscribed(uri, on) }
 
 // SetLevel records the logging level set, for every new session.
-func (m *Messages) SetLevel(level mcp.LoggingLevel) { m.memory.setLevel(level) }
+func (m *Messages) SetLevel(level mcp.LoggingLevel) { m.mem().setLevel(level) }
 
 // Listening reports whether anything asks for notifications to keep
 // coming: a subscription, or a Listen under way.
 func (m *Messages) Listening() bool {
-	subs, _ := m.memory.snapshot()
-	return len(subs) > 0 || m.memory.listening()
+	mem := m.memory.Load()
+	subs, _ := mem.snapshot()
+	return len(subs) > 0 || mem.listening()
 }

@@ -41,7 +41,12 @@ func (m *memory) setLevel(level mcp.LoggingLevel) {
 	m.mu.Unlock()
 }
 
+// snapshot, listening and listenUnion read a memory not made yet (nil)
+// as empty.
 func (m *memory) snapshot() ([]string, mcp.LoggingLevel) {
+	if m == nil {
+		return nil, ""
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.subs), m.level
@@ -63,6 +68,9 @@ func (m *memory) unlisten(id int) {
 
 // listening reports whether a caller of Listen listens.
 func (m *memory) listening() bool {
+	if m == nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.listens.any()
@@ -70,6 +78,9 @@ func (m *memory) listening() bool {
 
 // listenUnion returns f widened by what callers of Listen listen for.
 func (m *memory) listenUnion(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
+	if m == nil {
+		return f
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.listens.union(f)
@@ -81,7 +92,7 @@ func (m *memory) listenUnion(f mcp.SubscriptionFilter) mcp.SubscriptionFilter {
 // server-initiated requests (sampling, roots, elicitation) that arrive on
 // that stream. mcp-go's options are opaque, so which ones cannot be told.
 func (m *Messages) WantsEventStream() bool {
-	subs, _ := m.memory.snapshot()
+	subs, _ := m.memory.Load().snapshot()
 	return m.notifications.HasHandlers() || len(subs) > 0 || m.host.Config().ClientOptions
 }
 
@@ -89,7 +100,7 @@ func (m *Messages) WantsEventStream() bool {
 // into service, so that a call sent again on it (a resend or a replay)
 // finds it there.
 func (m *Messages) Restore(ctx context.Context, s Session) error {
-	subs, level := m.memory.snapshot()
+	subs, level := m.memory.Load().snapshot()
 	if level != "" {
 		// In the stateless era this only records the level, which every
 		// request then carries.
@@ -112,7 +123,7 @@ func (m *Messages) Restore(ctx context.Context, s Session) error {
 			// The new server refuses it (the resource is gone, say):
 			// retrying cannot help, and must not keep the session out.
 			m.host.Config().Log.Warn("subscription not restored: the server refused it", "uri", uri, "err", err)
-			m.memory.subscribed(uri, false)
+			m.mem().subscribed(uri, false)
 		}
 	}
 	if len(subs) > 0 || level != "" {
@@ -126,11 +137,12 @@ func (m *Messages) Restore(ctx context.Context, s Session) error {
 // resources subscribed to, the list changes handlers may want, and what
 // callers of Listen asked for.
 func (m *Messages) SubscriptionFilter() mcp.SubscriptionFilter {
-	subs, _ := m.memory.snapshot()
+	mem := m.memory.Load()
+	subs, _ := mem.snapshot()
 	// The cache of listings hears of changes too, once it holds an answer
 	// with a ttl (listings.Cache.Listening).
 	listening := m.notifications.HasHandlers() || m.host.ListingsListen()
-	return m.memory.listenUnion(mcp.SubscriptionFilter{
+	return mem.listenUnion(mcp.SubscriptionFilter{
 		ToolsListChanged:      listening,
 		PromptsListChanged:    listening,
 		ResourcesListChanged:  listening,
