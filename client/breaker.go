@@ -3,141 +3,35 @@ package client
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/breaker"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
 
-// breaker is the client's circuit breaker (WithFailFastAfter): it follows
-// how long the server has been unreachable with no session in service, and
-// once that is longer than after, calls fail at once with ErrUnavailable
-// until the reconnect loop has a session again. The reconnect loop is its
-// half-open probe: no call is spent finding out that the server is back.
-//
-// The outage is counted from the first failure that left the client with
-// no session in service (a call's, a probe's or a dial's) and that says
-// the server could not be reached or failed as a whole (policy's
-// Verdict.Outage); an answer that proves the server is there, or a
-// session in service, ends it.
-//
-// A breaker is safe for concurrent use, and its methods are safe on a nil
-// breaker: a client has none until its first outage (outage), so an idle
-// client that never lost its server pays a pointer for it.
-type breaker struct {
-	ss    *sessions
-	after time.Duration // WithFailFastAfter
-	// since is when the outage began, in UnixNano; 0: none.
-	since atomic.Int64
-	open  atomic.Bool
-
-	// mu orders outage starts, ends and trips. Taken under the pool's lock
-	// (reached, from the client's onMemberState), so nothing that takes
-	// the pool's lock is called under it: the pool is woken after it is
-	// released. The notifier's lock is taken under it, so that openings
-	// and closings are told in order.
-	mu    sync.Mutex
-	timer *time.Timer // trips the breaker at since+after
-}
+// The client's circuit breaker (WithFailFastAfter) is client/internal/breaker;
+// what stays here joins it to the sessions: it is made on the first
+// outage, told of each outcome (noteOutcome), and asked by the calls
+// waiting for a session (whileNoSession).
 
 // outage is the client's breaker, made on first need; nil with the breaker
 // off.
-func (ss *sessions) outage() *breaker {
+func (ss *sessions) outage() *breaker.Breaker {
 	if ss.c.opts.failFastAfter == 0 {
 		return nil
 	}
 	if b := ss.brk.Load(); b != nil {
 		return b
 	}
-	ss.brk.CompareAndSwap(nil, &breaker{ss: ss, after: ss.c.opts.failFastAfter})
+	// Its openings and closings go to the state notifier (and through it
+	// the log and the observers); an opening wakes the pool's waiters.
+	changed := func(open bool, since time.Time) {
+		ss.notifier.push(stateEvent{breaker: &observe.BreakerState{Open: open, OutageSince: since}})
+	}
+	ss.brk.CompareAndSwap(nil, breaker.New(ss.c.opts.failFastAfter, changed, ss.pool.Wake))
 	return ss.brk.Load()
-}
-
-// changed tells the state notifier (and through it the log and the
-// observers) that the breaker opened or closed; under mu.
-func (b *breaker) changed(open bool, since time.Time) {
-	b.ss.notifier.push(stateEvent{breaker: &observe.BreakerState{Open: open, OutageSince: since}})
-}
-
-// failed is told of a failure that counts as an outage, at a moment when
-// no session is in service.
-func (b *breaker) failed(at time.Time) {
-	if b == nil || b.since.Load() != 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.since.Load() != 0 {
-		return
-	}
-	b.since.Store(at.UnixNano())
-	wait := b.after - time.Since(at)
-	if b.timer == nil {
-		b.timer = time.AfterFunc(wait, b.trip)
-	} else {
-		b.timer.Reset(wait)
-	}
-}
-
-// trip opens the breaker if the outage it was set for still lasts.
-func (b *breaker) trip() {
-	b.mu.Lock()
-	since := b.since.Load()
-	if since == 0 || b.open.Load() || !policy.BreakerOpen(time.Unix(0, since), b.after, time.Now()) {
-		b.mu.Unlock()
-		return
-	}
-	b.open.Store(true)
-	b.changed(true, time.Unix(0, since))
-	b.mu.Unlock()
-	b.ss.pool.Wake()
-}
-
-// reached is told that the server is there: a session went into service,
-// or the server answered as only a live server does.
-func (b *breaker) reached() {
-	if b == nil || b.since.Load() == 0 {
-		return
-	}
-	b.mu.Lock()
-	since := b.since.Swap(0)
-	wasOpen := b.open.Swap(false)
-	if b.timer != nil {
-		b.timer.Stop()
-	}
-	if wasOpen {
-		b.changed(false, time.Unix(0, since))
-	}
-	b.mu.Unlock()
-}
-
-// isOpen reports whether calls fail fast now.
-func (b *breaker) isOpen() bool { return b != nil && b.open.Load() }
-
-// outageSince is when the current outage began; the zero Time if none.
-func (b *breaker) outageSince() time.Time {
-	if b == nil {
-		return time.Time{}
-	}
-	if s := b.since.Load(); s != 0 {
-		return time.Unix(0, s)
-	}
-	return time.Time{}
-}
-
-// stop ends the timer, at Close.
-func (b *breaker) stop() {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	if b.timer != nil {
-		b.timer.Stop()
-	}
-	b.mu.Unlock()
 }
 
 // failedFast is why a call stopped waiting for a session short of its
@@ -162,16 +56,11 @@ func (ss *sessions) whileNoSession(ctx context.Context, w pool.Waiting) error {
 		failFast = o.failFast
 	}
 	b := ss.brk.Load()
-	switch policy.WhileNoSession(failFast, w.Failed, b.isOpen()) {
+	switch policy.WhileNoSession(failFast, w.Failed, b.Open()) {
 	case policy.FailFastNoSession:
 		return &failedFast{why: "no session, and the last dial failed (FailFast)", last: w.Last}
 	case policy.FailFastOutage:
-		why := "failing fast: the server has been unreachable for longer than " + b.after.String()
-		if since := b.outageSince(); !since.IsZero() {
-			why = "failing fast: the server has been unreachable for " + time.Since(since).Round(time.Millisecond).String() +
-				" (WithFailFastAfter " + b.after.String() + ")"
-		}
-		return &failedFast{why: why, last: w.Last}
+		return &failedFast{why: b.Why(), last: w.Last}
 	}
 	return nil
 }
@@ -183,10 +72,10 @@ func (ss *sessions) noteOutcome(v policy.Verdict) {
 	switch {
 	case v.Outage():
 		if !ss.anyReady() {
-			ss.outage().failed(time.Now())
+			ss.outage().Failed(time.Now())
 		}
 	case v.Class == policy.ServerError, v.Class == policy.AuthRequired, v.Class == policy.Expired, v.Class == policy.Rejected, v.Busy:
-		ss.brk.Load().reached()
+		ss.brk.Load().Reached()
 	}
 }
 

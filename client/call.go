@@ -202,7 +202,7 @@ func (r *callRun) run(ctx context.Context, send sendFunc) error {
 // waits for another (probeFailed).
 func (r *callRun) acquire(ctx context.Context) (*session, error) {
 	c, tries := r.c, &r.tries
-	if c.sess.brk.Load().isOpen() {
+	if c.sess.brk.Load().Open() {
 		if err := c.sess.whileNoSession(ctx, pool.Waiting{}); err != nil {
 			tries.CtxErr = ctx.Err()
 			return nil, r.acquireFailed(err)

@@ -75,7 +75,7 @@ type ResilientClient struct {
 	//
 	//   - the sessions' two, documented on sessions (session.go): the
 	//     pool's lock → sessions.stateMu → the notifier's, and the pool's
-	//     lock → the breaker's → the notifier's;
+	//     lock → the breaker's (breaker.Breaker.mu) → the notifier's;
 	//   - a session's notify.Streams.mu → the memory's mu, which guards
 	//     the listens too (see notify.Messages);
 	//   - the listing store writer's mu → backgroundMu (the Close barrier,
@@ -218,7 +218,7 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
-		c.sess.brk.Load().stop()
+		c.sess.brk.Load().Stop()
 		c.deadlines.close()
 		// Nothing of the client's own starts once closed is seen under
 		// this lock (see backgroundMu): a barrier, then the wait.

@@ -28,9 +28,11 @@
 //	call              call.go (call, do): the books of every call
 //	callRun           call.go (startRun, run); bound: its deadline and progress
 //	acquire           call.go (callRun.acquire) asks the sessions (session.go):
-//	                  the breaker first (breaker.go), then their pool
+//	                  the breaker first (client/internal/breaker, breaker.go), then their pool
 //	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
-//	send              call.go (callRun.send), with mcp-go's methods from methods.go
+//	send              call.go (callRun.send), with mcp-go's methods from methods.go;
+//	                  a plain tools/call written and read by client/internal/hotpath
+//	                  (methods.go's callToolHot; hotpath.go makes it for a session)
 //	Classify, After   client/internal/policy: the one decision; call.go
 //	                  (callRun.afterFailure) carries it out
 //	the wire          client/internal/wire: chain.go lists and builds the HTTP
@@ -48,10 +50,14 @@
 //	session.go      sessions, the sessions' life beside the client's: dial,
 //	                open, lose, release; health.go, breaker.go, state.go
 //	discover.go     and version.go: the protocol era; affinity.go: load balancers
-//	stdio.go        NewStdio: a session on a server that is a process; the
-//	                process and its supervision are client/internal/stdio
+//	stdio.go        NewStdio and its options: a server that is a process;
+//	                the process, its supervision and the session opened on
+//	                it are client/internal/stdio
 //	sse.go          NewSSE, WithSSEFallback: HTTP+SSE (2024-11-05); its
-//	                transport is client/internal/sse
+//	                transport and the session opened on it are
+//	                client/internal/sse
+//	dialers.go      which of them opens a session, what each is given,
+//	                and the client's session made of what it opened
 //	listings.go     the options of the cache of listings and reads, Stale;
 //	                the cache itself, its store writer and the tools the
 //	                replay decision reads are client/internal/listings,

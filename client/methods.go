@@ -4,7 +4,10 @@ import (
 	"context"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/hotpath"
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
@@ -248,7 +251,7 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 			err = c.run(ctx, string(mcp.MethodToolsCall), name, func(ctx context.Context, s *session) error {
 				var err error
 				var hot bool
-				if res, hot, err = c.callToolHot(ctx, s, &req); hot {
+				if res, hot, err = callToolHot(ctx, c, s, &req); hot {
 					return err
 				}
 				res, err = s.mc.CallTool(ctx, req)
@@ -277,6 +280,37 @@ func (h *taskHost) AsTask(ctx context.Context) bool {
 
 func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
 	return h.listings.TaskSupport(name)
+}
+
+// callToolHot makes one attempt of req on s as the hot path writes it;
+// false: mcp-go's CallTool makes it (hotpath.Writer.Call). It and
+// hotTransport are here, beside CallTool, so that a plain call runs no
+// code of hotpath.go.
+func callToolHot(ctx context.Context, c *ResilientClient, s *session, req *mcp.CallToolRequest) (*mcp.CallToolResult, bool, error) {
+	if s.hot == nil {
+		return nil, false, nil
+	}
+	return s.hot.Call(ctx, &hotpath.Session{
+		MCP:             s.mc,
+		SessionEra:      s.sessionEra,
+		Version:         s.version,
+		Init:            s.request,
+		Done:            s.ctx,
+		Endpoint:        c.endpoint,
+		Headers:         c.opts.headers,
+		HeaderFunc:      c.opts.headerFunc,
+		ParserFallbacks: &c.stats.ParserFallbacks,
+	}, req)
+}
+
+// hotTransport is the session's transport as the hot path reads it
+// (hotpath.Transport).
+type hotTransport struct{ t *discoverRecorder }
+
+func (h hotTransport) GetSessionId() string  { return h.t.GetSessionId() }
+func (h hotTransport) DeclaresVersion() bool { return h.t.versions.declared.Load() != nil }
+func (h hotTransport) WithParamHeaders(req transport.JSONRPCRequest, replace bool) (transport.JSONRPCRequest, bool) {
+	return h.t.withParamHeaders(req, replace)
 }
 
 // SetLevel sets the level of log messages the server sends. The level is

@@ -19,6 +19,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
+	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 	"github.com/resilientmcp/resilientmcp/retry"
@@ -73,7 +74,7 @@ type options struct {
 	listings        listingOptions // the cache of listings and reads (listings.go; the cache is listings.Cache)
 	invalid         error          // every invalid option's, joined
 
-	stdio *stdioOptions // NewStdio's own (stdio.go); nil if none was given
+	stdio *stdio.Options // NewStdio's own (stdio.go); nil if none was given
 }
 
 // defaultKeepAlive is the keepalive interval unless WithKeepAlive says

@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/breaker"
+	"github.com/resilientmcp/resilientmcp/client/internal/hotpath"
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
@@ -29,9 +31,9 @@ import (
 // client as grpc-go keeps addrConn (one connection's life) apart from
 // ClientConn: the pool of sessions and all a session goes through from
 // its dial to its close. It dials, opens and negotiates them (Streamable
-// HTTP, HTTP+SSE, a stdio server's process, stdio.go and sse.go), probes
+// HTTP, HTTP+SSE, a stdio server's process: dialers.go), probes
 // them and keeps them alive (health.go), trips the circuit breaker
-// (breaker.go), holds the verdicts of no affinity (affinity.go), and
+// (breaker.go, client/internal/breaker), holds the verdicts of no affinity (affinity.go), and
 // computes the connectivity state and tells it (state.go). The call path
 // asks it for a session (pool), tells it each outcome (noteOutcome,
 // replace, answered), and nothing more.
@@ -47,7 +49,7 @@ import (
 //
 //   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
 //     notifier.mu;
-//   - pool.Pool.mu → breaker.mu (reached, from onMemberState) →
+//   - pool.Pool.mu → breaker.Breaker.mu (Reached, from onMemberState) →
 //     notifier.mu (the breaker's openings and closings, in order).
 //
 // The stdio supervisor's locks are leaves (stdio.Supervisor), as are the
@@ -59,7 +61,7 @@ type sessions struct {
 	pool    *pool.Pool[*session]
 	initReq atomic.Pointer[mcp.InitializeRequest] // Initialize's, or made from WithClientInfo (initRequest)
 
-	stdio *stdio.Supervisor // NewStdio's processes (stdio.go, client/internal/stdio); nil over HTTP
+	stdio *stdio.Supervisor // NewStdio's processes (dialers.go, client/internal/stdio); nil over HTTP
 
 	// spoken is what the endpoint was last found to speak: speaksStateless
 	// (or not known yet), speaksSessionEra (the last session negotiated
@@ -70,7 +72,7 @@ type sessions struct {
 	// affinityReported: a verdict of no affinity was logged and told to
 	// the observers since a session last proved affinity (affinity.go).
 	affinityReported atomic.Bool
-	brk              atomic.Pointer[breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	brk              atomic.Pointer[breaker.Breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	stateMu  sync.Mutex    // orders state computations and their notifications
 	state    atomic.Int32  // State, as last computed
@@ -179,8 +181,9 @@ type session struct {
 	// answers counts the requests it answered, up to
 	// policy.ProvenAnswers: whether its replica keeps it (affinity.go).
 	answers atomic.Int32
-	proc    *stdio.Process // a stdio server's process, one per session (stdio.go); nil over HTTP
-	hot     *hotPath       // how the client writes a tools/call itself (hotpath.go); nil: mcp-go writes them
+	proc    *stdio.Process // a stdio server's process, one per session (client/internal/stdio); nil over HTTP
+
+	hot *hotpath.Writer // how the client writes a tools/call itself (client/internal/hotpath); nil: mcp-go writes them
 
 	ctx    context.Context // ends at close; the listen stream runs under it
 	cancel context.CancelFunc
@@ -215,7 +218,7 @@ func (s *session) policy() policy.Session {
 	return p
 }
 
-// sse is an HTTP+SSE session's transport (sse.go), nil for any other:
+// sse is an HTTP+SSE session's transport (client/internal/sse), nil for any other:
 // read from mcp-go's client rather than kept, which would cost every
 // session of every client a field (BenchmarkIdleClients).
 func (s *session) sse() *sse.Transport {
@@ -610,7 +613,7 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 		opened:     time.Now(),
 	}
 	s.streams.SetListening(listen && s.sessionEra) // the stateless era has no GET stream
-	s.hot = ss.c.hotPathFor(tr, hc)
+	s.hot = newHotPath(ss.c, tr, hc)
 	s.streams.Watch(watch, s)
 	// Not derived from ss.c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only

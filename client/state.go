@@ -186,7 +186,7 @@ func (ss *sessions) onMemberState(member int, _, to pool.State) {
 	ss.members[member].pool.Store(int32(to))
 	if to == pool.Ready {
 		ss.members[member].degraded.Store(false) // a new session has failed nothing yet
-		ss.brk.Load().reached()
+		ss.brk.Load().Reached()
 	}
 	ss.refreshState()
 }

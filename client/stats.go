@@ -119,8 +119,8 @@ func (c *ResilientClient) Stats() Stats {
 		ParserFallbacks:       c.stats.ParserFallbacks.Load(),
 		Sessions:              c.sess.pool.Stats().Ready,
 		InFlight:              int(c.stats.InFlight.Load()),
-		FailingFast:           c.sess.brk.Load().isOpen(),
-		OutageSince:           c.sess.brk.Load().outageSince(),
+		FailingFast:           c.sess.brk.Load().Open(),
+		OutageSince:           c.sess.brk.Load().OutageSince(),
 	}
 	c.sess.stdioStats(&st)
 	return st

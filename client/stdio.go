@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,16 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
-	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
-	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // NewStdio returns a client for the MCP server that command (run with
@@ -92,7 +84,9 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 	if err := o.validate(); err != nil {
 		return nil, fmt.Errorf("resilientmcp: invalid options: %w", err)
 	}
-	so := o.stdioOpts().withDefaults()
+	so := o.stdioOpts().WithDefaults(stdio.Options{
+		RestartLimit: DefaultRestartLimit, RestartWindow: DefaultRestartWindow, StopTimeout: DefaultStdioStopTimeout,
+	})
 	var elicitationDefaults bool
 	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
@@ -100,52 +94,16 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 		obs: observers.New(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)}, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
 	c.init(c.endpoint)
-	c.sess.stdio = c.sess.supervisor(stdio.Spec{Command: command, Args: args, Env: stdio.Env(os.Environ(), so.env), Dir: so.dir, StopTimeout: so.stopTimeout}, so)
+	c.sess.stdio = c.sess.supervisor(stdio.Spec{Command: command, Args: args, Env: stdio.Env(os.Environ(), so.Env), Dir: so.Dir, StopTimeout: so.StopTimeout}, so)
 	return c, nil
-}
-
-// supervisor is the supervisor of a NewStdio client's processes, spec's
-// command run once per pool member, and what it asks of the client.
-func (ss *sessions) supervisor(spec stdio.Spec, so stdioOptions) *stdio.Supervisor {
-	c := ss.c
-	return stdio.NewSupervisor(stdio.Config{
-		Spec: spec, Members: c.opts.poolSize,
-		RestartLimit: so.restartLimit, RestartWindow: so.restartWindow, IdleStop: so.idleStop,
-		Limit: c.opts.maxResponseBytes, Log: c.log, NewBackOff: c.opts.newBackOff, Done: c.lifetime.Done(),
-		Unavailable: ErrUnavailable, Wake: ss.pool.Wake, OnEvent: c.obs.Process,
-		Idle: stdio.Idle{
-			Closed:    c.closed.Load,
-			Listening: c.messages.Listening, // subscribed, or listening
-			Calls:     c.stats.Calls.Load,
-			InFlight:  func() bool { return c.stats.InFlight.Load() > 0 },
-			StopAll: func(retire func(member, pid int, stop func() bool) bool) (left bool) {
-				for _, s := range ss.pool.Values() {
-					if !retire(s.member, s.proc.PID(), func() bool { return ss.pool.Retire(s) }) {
-						left = true
-					}
-				}
-				return left
-			},
-		},
-	})
-}
-
-// stdioOptions are NewStdio's own options.
-type stdioOptions struct {
-	env           []string
-	dir           string
-	restartLimit  int
-	restartWindow time.Duration
-	stopTimeout   time.Duration
-	idleStop      time.Duration // 0: never
 }
 
 // stdioOpts is o's stdio options, made by the first one given: a client
 // over HTTP holds a nil pointer instead of them (BenchmarkIdleClients), and
 // New refuses a client given any.
-func (o *options) stdioOpts() *stdioOptions {
+func (o *options) stdioOpts() *stdio.Options {
 	if o.stdio == nil {
-		o.stdio = &stdioOptions{}
+		o.stdio = &stdio.Options{}
 	}
 	return o.stdio
 }
@@ -170,16 +128,6 @@ const (
 // TypeScript SDK's 2 s.
 const DefaultStdioStopTimeout = 2 * time.Second
 
-func (so stdioOptions) withDefaults() stdioOptions {
-	if so.restartLimit == 0 {
-		so.restartLimit, so.restartWindow = DefaultRestartLimit, DefaultRestartWindow
-	}
-	if so.stopTimeout == 0 {
-		so.stopTimeout = DefaultStdioStopTimeout
-	}
-	return so
-}
-
 // WithStdioEnv adds variables, each "KEY=value", to the environment of a
 // stdio server's process (NewStdio), after the few it inherits from the
 // agent's; a later one wins over an earlier one of the same key.
@@ -192,14 +140,14 @@ func WithStdioEnv(env ...string) Option {
 				o.invalidf("WithStdioEnv(%q): want KEY=value", kv)
 			}
 		}
-		so.env = append(so.env, env...)
+		so.Env = append(so.Env, env...)
 	})
 }
 
 // WithStdioDir sets the working directory of a stdio server's process
 // (NewStdio). Default: the agent's.
 func WithStdioDir(dir string) Option {
-	return optionFunc(func(o *options) { o.stdioOpts().dir = dir })
+	return optionFunc(func(o *options) { o.stdioOpts().Dir = dir })
 }
 
 // WithRestartLimit sets the restart intensity of a stdio server (NewStdio):
@@ -215,7 +163,7 @@ func WithRestartLimit(n int, window time.Duration) Option {
 		if n < 1 || window <= 0 {
 			o.invalidf("WithRestartLimit(%d, %v): want at least one restart in a positive window", n, window)
 		}
-		so.restartLimit, so.restartWindow = n, window
+		so.RestartLimit, so.RestartWindow = n, window
 	})
 }
 
@@ -228,7 +176,7 @@ func WithStdioStopTimeout(d time.Duration) Option {
 		if d <= 0 {
 			o.invalidf("WithStdioStopTimeout(%v): want a positive duration", d)
 		}
-		so.stopTimeout = d
+		so.StopTimeout = d
 	})
 }
 
@@ -243,7 +191,7 @@ func WithIdleStop(d time.Duration) Option {
 		if d < 0 {
 			o.invalidf("WithIdleStop(%v): want a duration of 0 (never) or more", d)
 		}
-		so.idleStop = d
+		so.IdleStop = d
 	})
 }
 
@@ -256,97 +204,3 @@ type ProcessExitError = stdio.ExitError
 // server wrote a line longer than WithMaxResponseBytes that is not an
 // answer whose id could be read before the limit.
 var ErrStdoutLineTooLong = stdio.ErrLineTooLong
-
-// openStdio starts member's next process and initializes a session on it:
-// the stdio counterpart of open. The start waits as the restart intensity
-// says (a crash loop), within ctx.
-func (ss *sessions) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
-	p, err := ss.stdio.Start(ctx, member)
-	if err != nil {
-		return nil, err
-	}
-
-	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.Stdout(), p.Stdin(), nil), p.Stdout()}, ss.c.opts.clientOptions...)
-	fail := func(err error) (*session, error) {
-		_ = mc.Close()
-		p.Stop()
-		return nil, err
-	}
-	// Not ctx, which ends with the dial: mcp-go answers the server's
-	// requests (sampling, elicitation, roots) under this one.
-	if err := mc.Start(ss.c.lifetime); err != nil {
-		return fail(err)
-	}
-	mc.OnNotification(ss.c.messages.Handle)
-	res, err := mc.Initialize(ctx, *req)
-	if err != nil {
-		v := policy.Classify(err, policy.Session{}, nil, ctx.Err() != nil)
-		if p.HasExited(stdio.TailWait) {
-			err = fmt.Errorf("%w (%w)", err, &ProcessExitError{Exit: p.Exit()})
-		}
-		err = &openError{verdict: v, err: fmt.Errorf("initialize: %w", err)}
-		if v.Permanent() {
-			err = backoff.Permanent(err)
-		}
-		return fail(err)
-	}
-	ss.c.stats.SessionsOpened.Add(1)
-	version := mc.ProtocolVersion()
-	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: p}
-	// Notifications come on stdout, always: no event stream to open.
-	s.streams.SetListening(true)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := p.Attach(func(cause error) { ss.replace(s, cause) }); err != nil {
-		s.close()
-		return nil, err
-	}
-	ss.stdio.ArmIdleStop()
-	return s, nil
-}
-
-// stdioTransport is mcp-go's stdio transport over the pipes of a process
-// of the client's, with the answers the stdoutFilter skipped as over the
-// limit failing their requests as HTTP's do: ErrResponseTooLarge, on the
-// call's exchange, for the policy.
-type stdioTransport struct {
-	*transport.Stdio
-	filter *stdio.Filter
-}
-
-func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := t.Stdio.SendRequest(ctx, req)
-	if err == nil && t.filter.TooLargeAnswer(resp) {
-		wire.RefuseTooLarge(ctx, t.filter.Limit())
-		return nil, fmt.Errorf("answer over the limit of %d bytes (WithMaxResponseBytes)", t.filter.Limit())
-	}
-	if err == nil && resp != nil && resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
-		keepSchemas(ctx, resp.Result) // as the HTTP transport does (version.go)
-	}
-	return resp, err
-}
-
-// stdioStats fills in what Stats says of a stdio client's processes.
-func (ss *sessions) stdioStats(st *Stats) {
-	if ss.stdio == nil {
-		return
-	}
-	sup := ss.stdio.Stats()
-	st.Restarts, st.StdoutSkipped, st.LastExit, st.PID = sup.Restarts, sup.StdoutSkipped, sup.LastExit, sup.PID
-	// A crash loop fails calls fast while no session is in service, as
-	// the breaker does.
-	if sup.Looping && st.Sessions == 0 {
-		st.FailingFast = true
-	}
-}
-
-// crashLoopFailFast is whileNoSession's answer for a stdio client whose
-// processes are crash-looping: calls fail at once, with the last exit.
-func (ss *sessions) crashLoopFailFast() error {
-	if ss.stdio == nil {
-		return nil
-	}
-	if why, last := ss.stdio.CrashLooping(); why != "" {
-		return &failedFast{why: why, last: last}
-	}
-	return nil
-}

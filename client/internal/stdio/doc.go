@@ -2,6 +2,7 @@
 // command run in a process group of its own, its pipes, its stderr, and
 // its end (stdin closed, SIGTERM, SIGKILL); and their supervision
 // (supervisor.go: the restart intensity, crash loops, idle stops). The
-// client initializes a session on each process (client/stdio.go); this
-// package knows nothing of sessions.
+// package initializes an mcp-go session on each process (open.go), which
+// the client makes its session of; it knows nothing of the client's
+// sessions.
 package stdio

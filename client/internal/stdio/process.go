@@ -479,26 +479,13 @@ func (p *Process) Exit() observe.ProcessExit { return p.exit }
 // HasExited reports whether the process exited, waiting for it at most d.
 func (p *Process) HasExited(d time.Duration) bool { return waitFor(p.exited, d) }
 
-// TailWait is how long to wait for an exit that is under way: see
-// tailWait.
-const TailWait = tailWait
-
-// Attach sets what is told of the loss of the process's session, once the
-// session exists; if it was lost already, it returns why.
-func (p *Process) Attach(onLost func(error)) error { return p.attach(onLost) }
-
 // Stop ends the process: see stop.
 func (p *Process) Stop() { p.stop() }
 
-// Stdout is what mcp-go reads of the process's stdout: its JSON lines
-// (Filter).
-func (p *Process) Stdout() *Filter { return p.filter }
-
-// Stdin is the process's stdin as mcp-go writes to it: a write that wrote
-// nothing is a *wire.UnwrittenError, which the policy knows did not run
-// (a request sent after the process died is NotSent, not OutcomeUnknown).
-func (p *Process) Stdin() io.WriteCloser { return stdinWriter{p.stdin} }
-
+// stdinWriter is the process's stdin as mcp-go writes to it: a write that
+// wrote nothing is a *wire.UnwrittenError, which the policy knows did not
+// run (a request sent after the process died is NotSent, not
+// OutcomeUnknown).
 type stdinWriter struct{ f *os.File }
 
 func (w stdinWriter) Write(b []byte) (int, error) {
@@ -510,13 +497,6 @@ func (w stdinWriter) Write(b []byte) (int, error) {
 }
 
 func (w stdinWriter) Close() error { return w.f.Close() }
-
-// TooLargeAnswer reports whether resp is the error answer the filter put
-// in place of a line over the limit.
-func (f *Filter) TooLargeAnswer(resp *transport.JSONRPCResponse) bool { return f.tooLargeAnswer(resp) }
-
-// Limit is the longest line the filter passes (WithMaxResponseBytes).
-func (f *Filter) Limit() int64 { return f.limit }
 
 // ExitError is the cause of the loss of a stdio server's session when its
 // process exited, and of calls that failed fast while it was

@@ -116,8 +116,8 @@ func (e *crashLoopError) Unwrap() error {
 }
 
 // Start starts member's next process, once the restart intensity lets it
-// (a crash loop), within ctx: the first half of the client's openStdio,
-// which initializes a session on it.
+// (a crash loop), within ctx: the first half of Open, which initializes a
+// session on it.
 func (s *Supervisor) Start(ctx context.Context, member int) (*Process, error) {
 	if err := s.awaitStart(ctx, member); err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 // Package toolcall writes a tools/call request's params and reads its
 // answer's result without the generic passes mcp-go makes: the client's
-// hot path (client/hotpath.go). It is a leaf: the standard library and
+// hot path (client/internal/hotpath). It is a leaf: the standard library and
 // mcp-go's types only.
 //
 // The decoder reads the answers servers actually send, in one pass, and
