@@ -138,7 +138,7 @@ func (c *ResilientClient) startRun(r *callRun, ctx context.Context, method, tool
 		}
 		repeat = o.repeat
 	}
-	idle, onProgress, followed := c.governs(o)
+	idle, onProgress, followed := governs(c.opts.progressTimeout, o)
 	if followed {
 		g := new(governedState)
 		r.st, r.progress, r.ownProgress = &g.callState, &g.own, true
@@ -290,7 +290,7 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 		if r.progress.Idle() > 0 && tries.CtxErr != nil && v.Sent {
 			// A call governed by progress ended by its idle timeout or
 			// its absolute bound: the server is told to stop.
-			c.tellCancelled(s, ex, context.Cause(ctx))
+			c.messages.TellCancelled(s, ex, context.Cause(ctx))
 		}
 		if np := r.progress.NoProgress(); np != nil && a.End == policy.GiveUp {
 			a.Why = np.Error()
@@ -474,7 +474,7 @@ func (c *ResilientClient) bound(ctx context.Context, p *progressCall, idle time.
 		// Followed for OnProgress only: bounded as any call.
 		ctx, stop = c.callContext(ctx, long)
 	}
-	p.Follow(ctx, stop, c.progressCalls(), idle, onProgress, c.opts.maxCallDuration)
+	p.Follow(ctx, stop, c.messages.Progress(), idle, onProgress, c.opts.maxCallDuration)
 	return p, nil
 }
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/auth"
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
+	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
-	"github.com/resilientmcp/resilientmcp/client/internal/progress"
 	"github.com/resilientmcp/resilientmcp/client/internal/tasks"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/retry"
@@ -43,10 +43,11 @@ type ResilientClient struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	notifications *dispatcher
-	memory        memory // subscriptions and logging level, restored on every new session
-
-	progress atomic.Pointer[progress.Registry] // calls followed by their progress, by token; made by the first (progressCalls)
+	// messages: the server's messages outside calls: notifications and
+	// their handlers, the streams that carry them, the subscriptions and
+	// logging level restored on every new session, the registry of calls
+	// followed by their progress (client/internal/notify; messages.go).
+	messages notify.Messages
 
 	tasks       *tasks.Calls     // tool calls made tasks, and the TaskStore of their ids (client/internal/tasks)
 	listings    listings.Cache   // the server's tools, for the replay decision, and the cache of listings and reads (listinghost.go)
@@ -58,15 +59,15 @@ type ResilientClient struct {
 	// to background. background counts the listings of tools and the
 	// listing store's writer (listings.Cache, through the host's
 	// StartBackground), and, through goBackground, the
-	// notifications/cancelled of an abandoned request (tellCancelled) and
-	// the tasks/cancel of an abandoned task (tasks.Calls). None starts
-	// once Close has set closed: each adds to background under
-	// backgroundMu, and Close takes it once, as a barrier, before it waits.
+	// notifications/cancelled of an abandoned request (notify's
+	// TellCancelled) and the tasks/cancel of an abandoned task
+	// (tasks.Calls). None starts once Close has set closed: each adds to
+	// background under backgroundMu, and Close takes it once, as a
+	// barrier, before it waits.
 	backgroundMu sync.Mutex
 
-	parity              parity    // what mcp-go's *client.Client methods read; see parity.go
-	listens             listenSet // what callers of Listen asked for
-	elicitationDefaults bool      // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
+	parity              parity // what mcp-go's *client.Client methods read; see parity.go
+	elicitationDefaults bool   // the caller's elicitation handler is wrapped to fill in defaults; see elicitation.go
 
 	stats observers.Counters
 
@@ -75,13 +76,13 @@ type ResilientClient struct {
 	//   - the sessions' two, documented on sessions (session.go): the
 	//     pool's lock → sessions.stateMu → the notifier's, and the pool's
 	//     lock → the breaker's (breaker.Breaker.mu) → the notifier's;
-	//   - session.listenMu → memory.mu, then listens.mu (taken one after
-	//     the other, never together);
+	//   - a session's notify.Streams.mu → the memory's mu, which guards
+	//     the listens too (see notify.Messages);
 	//   - the listing store writer's mu → backgroundMu (the Close barrier,
 	//     listings.Cache).
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
-	// dispatcher.mu (notifications), listings.Cache.mu, backgroundMu,
+	// notify.Dispatcher.mu (the notifications'), listings.Cache.mu, backgroundMu,
 	// sharedDeadlines.mu,
 	// the progress registry's and each followed call's, the task store's,
 	// a call trace's (observers.Trace's),
@@ -129,9 +130,9 @@ func New(endpoint string, opts ...Option) (*ResilientClient, error) {
 	}
 
 	var elicitationDefaults bool
-	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, notifications: newDispatcher(), obs: observers.New(o.observing, u, errorClass)}
+	c := &ResilientClient{endpoint: endpoint, opts: o, log: o.logger, obs: observers.New(o.observing, u, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
 	if err := c.configureTransport(u); err != nil {
 		return nil, err
@@ -198,6 +199,7 @@ func (c *ResilientClient) init(target string) {
 	}
 	c.listings.Init((*listingHost)(c))
 	c.lifetime, c.stop = context.WithCancel(context.Background())
+	c.messages.Init((*messagesHost)(c))
 	c.deadlines = newSharedDeadlines(o.callTimeout)
 	c.obs.Share(c.deadlines.get)
 	c.tasks = tasks.New((*taskHost)(c))
@@ -228,7 +230,7 @@ func (c *ResilientClient) Close() error {
 		if c.oauth != nil {
 			c.oauth.Close()
 		}
-		c.notifications.close()
+		c.messages.Close()
 		c.sess.notifier.wait()
 		if c.ownTransport != nil {
 			c.closeIdleConnections()
@@ -279,32 +281,7 @@ func (c *ResilientClient) closeIdleConnections() {
 // opens it on the sessions in service, and every later session opens with
 // it.
 func (c *ResilientClient) OnNotification(handler func(mcp.JSONRPCNotification)) {
-	c.notifications.add(handler)
-	// Sessions opened before the first handler have no event stream to
-	// carry notifications: open it now (F32). Later ones open with it.
-	for _, s := range c.sess.pool.Values() {
-		c.listenLate(s)
-	}
-}
-
-// onServerNotification receives every session's notifications, on its
-// reader: it must not block.
-func (c *ResilientClient) onServerNotification(n mcp.JSONRPCNotification) {
-	c.listings.Notified(n)
-	switch n.Method {
-	case string(mcp.MethodNotificationProgress):
-		if !c.onProgress(n) {
-			c.notifications.dropped.Add(1)
-			c.log.Warn("progress dropped: the call's OnProgress is too slow", "token", n.Params.AdditionalFields["progressToken"])
-		}
-	}
-	c.dispatchNotification(n)
-}
-
-func (c *ResilientClient) dispatchNotification(n mcp.JSONRPCNotification) {
-	if !c.notifications.deliver(n) {
-		c.log.Warn("notification dropped: handlers are too slow", "method", n.Method)
-	}
+	c.messages.OnNotification(handler)
 }
 
 // ProtocolVersion is the protocol version negotiated by the session in

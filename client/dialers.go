@@ -58,7 +58,7 @@ func (ss *sessions) openSSE(ctx context.Context, req *mcp.InitializeRequest) (*s
 			Client: hc, Headers: c.opts.headers, HeaderFunc: c.opts.headerFunc,
 			Limit: c.opts.maxResponseBytes, Log: c.log, Unmatched: &c.stats.WrongAnswers,
 		},
-		Options: c.opts.clientOptions, OnNotification: c.onServerNotification,
+		Options: c.opts.clientOptions, OnNotification: c.messages.Handle,
 		Retryable: c.opts.retryableRPC, Failed: failedOpen,
 		Unavailable: ErrUnavailable, AuthorizationRequired: ErrAuthorizationRequired,
 	})
@@ -73,7 +73,7 @@ func (ss *sessions) openSSE(ctx context.Context, req *mcp.InitializeRequest) (*s
 func (ss *sessions) openStdio(ctx context.Context, member int, req *mcp.InitializeRequest) (*session, error) {
 	c := ss.c
 	o, err := ss.stdio.Open(ctx, member, req, stdio.Handshake{
-		Options: c.opts.clientOptions, OnNotification: c.onServerNotification,
+		Options: c.opts.clientOptions, OnNotification: c.messages.Handle,
 		Lifetime: c.lifetime, KeepSchemas: streamable.KeepSchemas, Failed: failedOpen,
 	})
 	if err != nil {
@@ -94,7 +94,7 @@ func (ss *sessions) adopt(mc *mcpclient.Client, res *mcp.InitializeResult, req *
 	ss.c.stats.SessionsOpened.Add(1)
 	version := mc.ProtocolVersion()
 	s := &session{mc: mc, sessionEra: !mcp.IsModernProtocol(version), version: version, result: res, request: req, opened: time.Now(), proc: proc}
-	s.listening.Store(true)
+	s.streams.SetListening(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := attach(func(cause error) { ss.replace(s, cause) }); err != nil {
 		s.close()
@@ -113,16 +113,10 @@ func (ss *sessions) supervisor(spec stdio.Spec, so stdio.Options) *stdio.Supervi
 		Limit: c.opts.maxResponseBytes, Log: c.log, NewBackOff: c.opts.newBackOff, Done: c.lifetime.Done(),
 		Unavailable: ErrUnavailable, Wake: ss.pool.Wake, OnEvent: c.obs.Process,
 		Idle: stdio.Idle{
-			Closed: c.closed.Load,
-			Listening: func() bool {
-				subs, _ := c.memory.snapshot()
-				c.listens.mu.Lock()
-				listening := len(c.listens.filters) > 0
-				c.listens.mu.Unlock()
-				return len(subs) > 0 || listening
-			},
-			Calls:    c.stats.Calls.Load,
-			InFlight: func() bool { return c.stats.InFlight.Load() > 0 },
+			Closed:    c.closed.Load,
+			Listening: c.messages.Listening, // subscribed, or listening
+			Calls:     c.stats.Calls.Load,
+			InFlight:  func() bool { return c.stats.InFlight.Load() > 0 },
 			StopAll: func(retire func(member, pid int, stop func() bool) bool) (left bool) {
 				for _, s := range ss.pool.Values() {
 					if !retire(s.member, s.proc.PID(), func() bool { return ss.pool.Retire(s) }) {

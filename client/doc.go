@@ -49,10 +49,9 @@
 //	errors.go       what a call's error says; state.go, stats.go
 //	session.go      sessions, the sessions' life beside the client's: dial,
 //	                open, lose, release; health.go, breaker.go, state.go
-//	restore.go      what every new session is told again; affinity.go: load
-//	                balancers; a session's transport (the protocol era, the
-//	                Mcp-Param-* headers, tools' schemas as the server sent
-//	                them) is client/internal/streamable
+//	affinity.go     load balancers; a session's transport (the protocol era,
+//	                the Mcp-Param-* headers, tools' schemas as the server
+//	                sent them) is client/internal/streamable
 //	stdio.go        NewStdio and its options: a server that is a process;
 //	                the process, its supervision and the session opened on
 //	                it are client/internal/stdio
@@ -69,10 +68,15 @@
 //	                made a task, and the ids of tasks not yet delivered, are
 //	                client/internal/tasks, which taskcall.go serves (taskHost);
 //	                the stores' types and file stores are client/store
-//	progress.go     which calls progress governs, notifications/cancelled;
-//	                a call's progress itself is client/internal/progress
-//	elicitation.go  the defaults of elicitation forms
-//	notify.go       the server's notifications; eventstream.go, listen.go
+//	progress.go     which calls progress governs; a call's progress itself
+//	                is client/internal/progress
+//	messages.go     the server's messages outside calls, whose room is
+//	                client/internal/notify: the notifications and their
+//	                handlers, the event stream and subscriptions/listen
+//	                streams (Listen), what every new session is told again
+//	                (restore.go there), the registry that routes progress,
+//	                notifications/cancelled, the elicitation defaults
+//	                (elicitation.go: the transport that declares them)
 //	observer.go     WithObserver; the observers, their call traces and the
 //	                counters are client/internal/observers, their types
 //	                client/observe

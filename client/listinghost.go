@@ -73,13 +73,13 @@ func (h *listingHost) Principal() string { return h.credentials.Current() }
 func (h *listingHost) Relisten() {
 	for _, s := range h.sess.pool.Values() {
 		if !s.sessionEra {
-			h.c().relisten(s)
+			h.c().messages.Relisten(s)
 		}
 	}
 }
 
 func (h *listingHost) ToolsChanged() {
-	h.c().dispatchNotification(mcp.JSONRPCNotification{
+	h.c().messages.Dispatch(mcp.JSONRPCNotification{
 		JSONRPC:      mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: mcp.MethodNotificationToolsListChanged},
 	})

@@ -132,8 +132,8 @@ func (c *ResilientClient) Subscribe(ctx context.Context, req mcp.SubscribeReques
 		if err := s.mc.Subscribe(ctx, req); err != nil {
 			return err
 		}
-		c.memory.subscribed(req.Params.URI, true)
-		c.relisten(s)
+		c.messages.Subscribed(req.Params.URI, true)
+		c.messages.Relisten(s)
 		return nil
 	})
 	return err
@@ -147,8 +147,8 @@ func (c *ResilientClient) Unsubscribe(ctx context.Context, req mcp.UnsubscribeRe
 		if err := s.mc.Unsubscribe(ctx, req); err != nil {
 			return err
 		}
-		c.memory.subscribed(req.Params.URI, false)
-		c.relisten(s)
+		c.messages.Subscribed(req.Params.URI, false)
+		c.messages.Relisten(s)
 		return nil
 	})
 }
@@ -311,7 +311,7 @@ func (c *ResilientClient) SetLevel(ctx context.Context, req mcp.SetLevelRequest)
 		if err := s.mc.SetLevel(ctx, req); err != nil {
 			return err
 		}
-		c.memory.setLevel(req.Params.Level)
+		c.messages.SetLevel(req.Params.Level)
 		return nil
 	})
 }

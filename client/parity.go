@@ -8,7 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// The methods in this file, iter.go, tasks.go and listen.go mirror those of
+// The methods in this file, iter.go, tasks.go and messages.go (Listen) mirror those of
 // mcp-go's *client.Client that MCPClient lacks, with the same signatures, so
 // that code written against the concrete type compiles after the swap. Each
 // answers for the client as a whole, across re-initializations: where
@@ -128,5 +128,5 @@ func (c *ResilientClient) RootListChanges(ctx context.Context) error {
 // Unlike mcp-go's client, which waits for a call to Listen to use it, this
 // client listens with it as soon as it changes.
 func (c *ResilientClient) PendingSubscriptionFilter() mcp.SubscriptionFilter {
-	return c.subscriptionFilter()
+	return c.messages.SubscriptionFilter()
 }

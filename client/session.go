@@ -16,6 +16,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/breaker"
 	"github.com/resilientmcp/resilientmcp/client/internal/hotpath"
+	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
@@ -181,21 +182,15 @@ type session struct {
 	// answers counts the requests it answered, up to
 	// policy.ProvenAnswers: whether its replica keeps it (affinity.go).
 	answers atomic.Int32
-	// stream follows the session's GET event stream (eventstream.go);
-	// listening: the stream is open or being opened, by mcp-go or by the
-	// client.
-	stream    *streamWatch
-	listening atomic.Bool
-	proc      *stdio.Process // a stdio server's process, one per session (client/internal/stdio); nil over HTTP
+	proc    *stdio.Process // a stdio server's process, one per session (client/internal/stdio); nil over HTTP
 
 	hot *hotpath.Writer // how the client writes a tools/call itself (client/internal/hotpath); nil: mcp-go writes them
 
-	ctx        context.Context // ends at close; the listen stream runs under it
-	cancel     context.CancelFunc
-	listenGen  atomic.Uint64      // which relisten owns the stream
-	listenMu   sync.Mutex         // orders relistens; outside memory.mu and listens.mu (see ResilientClient)
-	listenStop context.CancelFunc // ends the stream of the last relisten
-	listeners  sync.WaitGroup     // listen loops
+	ctx    context.Context // ends at close; the listen stream runs under it
+	cancel context.CancelFunc
+	// streams: its GET event stream and its subscriptions/listen stream
+	// (client/internal/notify).
+	streams notify.Streams
 }
 
 // health is the session's monitor. It is set before the session goes into
@@ -234,7 +229,7 @@ func (s *session) sse() *sse.Transport {
 
 func (s *session) close() {
 	s.cancel()
-	s.listeners.Wait()
+	s.streams.Wait()
 	if m := s.monitor.Load(); m != nil {
 		m.Stop()
 	}
@@ -421,7 +416,7 @@ func (ss *sessions) nextSession(ctx context.Context, member int, prev *session, 
 		return nil, err
 	}
 	s.member = member
-	if err := ss.c.restore(ctx, s); err != nil {
+	if err := ss.c.messages.Restore(ctx, s); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -479,7 +474,7 @@ func (ss *sessions) probe(ctx context.Context, s *session) (policy.Verdict, erro
 // learn the era and another to listen.
 func (ss *sessions) open(ctx context.Context) (*session, error) {
 	req := ss.initRequest()
-	listen := ss.c.wantsEventStream()
+	listen := ss.c.messages.WantsEventStream()
 	if ss.spoken.Load() == speaksSessionEra {
 		s, _, err := ss.openWith(ctx, req, sessionEraOnly, listen)
 		if err == nil || !isPermanent(err) {
@@ -565,14 +560,14 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 	if extra != nil {
 		opts = append([]mcpclient.ClientOption{extra}, opts...)
 	}
-	mc := mcpclient.NewClient(ss.c.transportFor(tr), opts...)
+	mc := mcpclient.NewClient(transportFor(tr, ss.c.elicitationDefaults), opts...)
 	// mcp-go's event stream, if it listens, goes out under this context:
 	// the tracker tells the watch how the server answers it.
-	startCtx, watch := ss.c.watchStream(ss.c.lifetime)
+	startCtx, watch := ss.c.messages.WatchStream(ss.c.lifetime)
 	if err := mc.Start(startCtx); err != nil {
 		return nil, nil, err
 	}
-	mc.OnNotification(ss.c.onServerNotification)
+	mc.OnNotification(ss.c.messages.Handle)
 	res, err := mc.Initialize(ctx, *req)
 	discovered := tr.TakeDiscovered()
 	if err != nil {
@@ -615,12 +610,11 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 		version:    version,
 		result:     res,
 		request:    req,
-		stream:     watch,
 		opened:     time.Now(),
 	}
-	s.listening.Store(listen && s.sessionEra) // the stateless era has no GET stream
+	s.streams.SetListening(listen && s.sessionEra) // the stateless era has no GET stream
 	s.hot = newHotPath(ss.c, tr, hc)
-	watch.session.Store(s)
+	s.streams.Watch(watch, s)
 	// Not derived from ss.c.lifetime: close ends it, and the pool closes every
 	// session, at Close too; a child of the client's context would only
 	// leave a map of children behind in it, for every client.

@@ -108,7 +108,7 @@ func (c *ResilientClient) Stats() Stats {
 		OutcomeUnknown:        c.stats.OutcomeUnknown.Load(),
 		Unavailable:           c.stats.Unavailable.Load(),
 		AuthorizationRequired: c.stats.AuthorizationRequired.Load(),
-		DroppedNotifications:  c.notifications.dropped.Load(),
+		DroppedNotifications:  c.messages.Dropped(),
 		WrongAnswers:          c.stats.WrongAnswers.Load(),
 		FailedFast:            c.stats.FailedFast.Load(),
 		SessionsOpened:        c.stats.SessionsOpened.Load(),

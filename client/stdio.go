@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 )
@@ -87,9 +88,9 @@ func NewStdio(command string, args []string, opts ...Option) (*ResilientClient, 
 		RestartLimit: DefaultRestartLimit, RestartWindow: DefaultRestartWindow, StopTimeout: DefaultStdioStopTimeout,
 	})
 	var elicitationDefaults bool
-	o.clientOptions, elicitationDefaults = withElicitationDefaults(o.clientOptions)
+	o.clientOptions, elicitationDefaults = notify.WithElicitationDefaults(o.clientOptions)
 
-	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger, notifications: newDispatcher(),
+	c := &ResilientClient{endpoint: "stdio:" + command, opts: o, log: o.logger,
 		obs: observers.New(o.observing, &url.URL{Scheme: "stdio", Host: filepath.Base(command)}, errorClass)}
 	c.elicitationDefaults = elicitationDefaults
 	c.init(c.endpoint)

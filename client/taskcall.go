@@ -90,7 +90,7 @@ func (h *taskHost) Bound(ctx context.Context) (context.Context, *progressCall, f
 	if o != nil && o.invalid != nil {
 		return nil, nil, nil, o.invalid
 	}
-	idle, onProgress, followed := c.governs(o)
+	idle, onProgress, followed := governs(c.opts.progressTimeout, o)
 	if followed {
 		pc := new(progressCall)
 		ctx, _ = c.bound(ctx, pc, idle, onProgress, true)

@@ -187,7 +187,7 @@ type entries struct {
 	staleLogged bool   // a stale answer was logged since the last fresh one
 	// listen: an answer with a ttl was cached, so the stateless era's
 	// sessions listen for the list changes that end it (Listening).
-	// Atomic, not guarded: read under a session's listenMu.
+	// Atomic, not guarded: read under a session's notify.Streams.mu.
 	listen atomic.Bool
 }
 

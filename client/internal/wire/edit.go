@@ -426,10 +426,7 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// ObjectFields decodes v, a value or raw JSON, as a JSON object: with
-// encoding/json, for what is read whole rather than edited in place (the
-// capabilities elicitation's applyDefaults go into, the protocol version a
-// request declares).
+// ObjectFields decodes v, a value or raw JSON, as a JSON object.
 func ObjectFields(v any) (map[string]json.RawMessage, bool) {
 	raw, ok := v.(json.RawMessage)
 	if !ok {

@@ -1,4 +1,4 @@
-package client
+package notify
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ func note(i int) mcp.JSONRPCNotification {
 }
 
 // drained waits for d's delivering goroutine, if one runs, to exit.
-func drained(d *dispatcher) {
+func drained(d *Dispatcher) {
 	d.mu.Lock()
 	running := d.running
 	d.mu.Unlock()
@@ -26,18 +26,18 @@ func drained(d *dispatcher) {
 // deliver notifications: they queue up to the limit, later ones are dropped
 // and counted, and the queued ones arrive in order once the handler moves.
 func TestSlowHandlerNeverBlocksDelivery(t *testing.T) {
-	d := newDispatcher()
+	d := NewDispatcher()
 	release := make(chan struct{})
 	got := make(chan string, notificationQueue+10)
-	d.add(func(n mcp.JSONRPCNotification) {
+	d.Add(func(n mcp.JSONRPCNotification) {
 		<-release
 		got <- n.Method
 	})
 	// The first is taken by the blocked handler; the next 1024 fill the
 	// queue; the last 10 are dropped. None of these calls may block.
-	d.deliver(note(0))
+	d.Deliver(note(0))
 	for i := 0; ; i++ { // until the handler has taken it
-		if n, _ := d.queued(); n == 0 {
+		if n, _ := d.Queued(); n == 0 {
 			break
 		}
 		if i == 5000 {
@@ -47,7 +47,7 @@ func TestSlowHandlerNeverBlocksDelivery(t *testing.T) {
 	}
 	accepted := 0
 	for i := 1; i <= notificationQueue+10; i++ {
-		if d.deliver(note(i)) {
+		if d.Deliver(note(i)) {
 			accepted++
 		}
 	}
@@ -60,33 +60,33 @@ func TestSlowHandlerNeverBlocksDelivery(t *testing.T) {
 			t.Fatalf("notification %d arrived as %s: out of order", i, m)
 		}
 	}
-	d.close()
+	d.Close()
 }
 
 // The queue is sized for what waits, not for the worst case: nothing before
 // the first notification, a burst's worth while handlers are behind, and a
 // few slots again once they have caught up, with no goroutine left.
 func TestQueueGrowsWithUseAndShrinksWhenDrained(t *testing.T) {
-	d := newDispatcher()
-	defer d.close()
+	d := NewDispatcher()
+	defer d.Close()
 	release := make(chan struct{})
 	var seen []string
-	d.add(func(n mcp.JSONRPCNotification) {
+	d.Add(func(n mcp.JSONRPCNotification) {
 		<-release
 		seen = append(seen, n.Method)
 	})
-	if _, capacity := d.queued(); capacity != 0 {
+	if _, capacity := d.Queued(); capacity != 0 {
 		t.Fatalf("a queue of %d before any notification", capacity)
 	}
 	for i := range 300 {
-		d.deliver(note(i))
+		d.Deliver(note(i))
 	}
-	if n, capacity := d.queued(); n < 299 || capacity != 512 {
+	if n, capacity := d.Queued(); n < 299 || capacity != 512 {
 		t.Fatalf("%d queued in a queue of %d; want 299 or 300 in 512", n, capacity)
 	}
 	close(release)
 	drained(d)
-	if n, capacity := d.queued(); n != 0 || capacity > notificationQueueIdle {
+	if n, capacity := d.Queued(); n != 0 || capacity > notificationQueueIdle {
 		t.Fatalf("drained: %d queued in a queue of %d; want none in at most %d", n, capacity, notificationQueueIdle)
 	}
 	if len(seen) != 300 || seen[0] != "0" || seen[299] != "299" {
@@ -94,7 +94,7 @@ func TestQueueGrowsWithUseAndShrinksWhenDrained(t *testing.T) {
 	}
 	// And it grows again for the next burst, and keeps the order.
 	for i := range 20 {
-		d.deliver(note(300 + i))
+		d.Deliver(note(300 + i))
 	}
 	drained(d)
 	if len(seen) != 320 || seen[319] != "319" {
@@ -106,37 +106,37 @@ func TestQueueGrowsWithUseAndShrinksWhenDrained(t *testing.T) {
 }
 
 func TestNotificationsWithoutHandlersGoNowhere(t *testing.T) {
-	d := newDispatcher()
+	d := NewDispatcher()
 	for i := range 2 * notificationQueue {
-		if !d.deliver(note(i)) {
+		if !d.Deliver(note(i)) {
 			t.Fatal("dropped a notification nobody listens for, as if handlers were slow")
 		}
 	}
-	if n, capacity := d.queued(); n != 0 || capacity != 0 || d.dropped.Load() != 0 {
+	if n, capacity := d.Queued(); n != 0 || capacity != 0 || d.dropped.Load() != 0 {
 		t.Fatalf("%d queued in a queue of %d, %d dropped; want nothing kept", n, capacity, d.dropped.Load())
 	}
-	d.close()
+	d.Close()
 }
 
 func TestDispatcherCloseWithoutHandlers(t *testing.T) {
-	d := newDispatcher()
-	d.deliver(mcp.JSONRPCNotification{})
-	d.close() // must not block though no goroutine was ever started
+	d := NewDispatcher()
+	d.Deliver(mcp.JSONRPCNotification{})
+	d.Close() // must not block though no goroutine was ever started
 }
 
 func TestDispatcherCloseDropsTheQueueAndWaitsForTheHandler(t *testing.T) {
-	d := newDispatcher()
+	d := NewDispatcher()
 	release := make(chan struct{})
 	calls := 0
-	d.add(func(mcp.JSONRPCNotification) {
+	d.Add(func(mcp.JSONRPCNotification) {
 		<-release
 		calls++
 	})
 	for i := range 10 {
-		d.deliver(note(i))
+		d.Deliver(note(i))
 	}
 	for i := 0; ; i++ { // until the handler has taken the first
-		if n, _ := d.queued(); n == 9 {
+		if n, _ := d.Queued(); n == 9 {
 			break
 		}
 		if i == 5000 {
@@ -148,11 +148,11 @@ func TestDispatcherCloseDropsTheQueueAndWaitsForTheHandler(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		close(release)
 	}()
-	d.close()
+	d.Close()
 	if calls != 1 {
 		t.Errorf("%d handler calls; want only the one under way when close was called", calls)
 	}
-	if d.deliver(note(10)); calls != 1 {
+	if d.Deliver(note(10)); calls != 1 {
 		t.Error("a notification after close reached the handler")
 	}
 }

@@ -1,4 +1,4 @@
-package client
+package notify
 
 import (
 	"context"
@@ -87,7 +87,7 @@ func TestDeclareApplyDefaults(t *testing.T) {
 		{"session-era request", "tools/call", map[string]any{"name": "echo"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := encode(declareApplyDefaults(tc.method, tc.params))
+			got := encode(DeclareApplyDefaults(tc.method, tc.params))
 			switch {
 			case tc.want == "" && got != encode(tc.params):
 				t.Errorf("params changed: %s", got)
@@ -101,7 +101,7 @@ func TestDeclareApplyDefaults(t *testing.T) {
 // The caller's handler is read back from its options, and only an
 // elicitation handler makes the client wrap it.
 func TestWithElicitationDefaults(t *testing.T) {
-	if _, on := withElicitationDefaults([]mcpclient.ClientOption{mcpclient.WithRootsHandler(nil)}); on {
+	if _, on := WithElicitationDefaults([]mcpclient.ClientOption{mcpclient.WithRootsHandler(nil)}); on {
 		t.Error("no elicitation handler, yet defaults are applied")
 	}
 	called := 0
@@ -112,9 +112,9 @@ func TestWithElicitationDefaults(t *testing.T) {
 		}
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
 	})
-	opts, on := withElicitationDefaults([]mcpclient.ClientOption{mcpclient.WithElicitationHandler(h)})
+	opts, on := WithElicitationDefaults([]mcpclient.ClientOption{mcpclient.WithElicitationHandler(h)})
 	if !on || len(opts) != 2 {
-		t.Fatalf("withElicitationDefaults: on %v, %d options", on, len(opts))
+		t.Fatalf("WithElicitationDefaults: on %v, %d options", on, len(opts))
 	}
 	// The last option is the wrapper: apply it and call through it.
 	probe := &optionProbe{}

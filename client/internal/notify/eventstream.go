@@ -1,10 +1,9 @@
-package client
+package notify
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,14 +25,14 @@ import (
 // a call or a probe (F27); a stream wanted only after the session opened is
 // opened then (F32).
 
-// streamWatch follows one session's event stream: mcp-go's listener sends
+// Watch follows one session's event stream: mcp-go's listener sends
 // its GETs under a context that carries it, and the tracker tells it how
 // the server answered (Answered); the client's own loop (listenLate) asks
 // it directly. Either way the policy decides what follows (AfterStream),
 // so that both loops do alike. It is safe for concurrent use.
-type streamWatch struct {
-	c       *ResilientClient
-	session atomic.Pointer[session] // set once the session is made; nil before
+type Watch struct {
+	m       *Messages
+	session atomic.Value // the Session, set once it is made (Streams.Watch); nil before
 	// stop ends mcp-go's listener (its Start's context), when the policy
 	// says the stream is not asked for again; set before the watch is
 	// shared.
@@ -60,7 +59,7 @@ func (e errEventStreamRefused) Error() string {
 // it for good, mcp-go's listener is stopped (it stops on 405 by itself, and
 // would ask again every second for anything else); anything else mcp-go's
 // listener asks for again, on its own schedule.
-func (w *streamWatch) Answered(status int) {
+func (w *Watch) Answered(status int) {
 	if policy.StreamOpened(status) {
 		w.opened.Store(true)
 		return
@@ -73,7 +72,7 @@ func (w *streamWatch) Answered(status int) {
 	case policy.StreamRenew:
 		w.lost(a, errEventStreamRefused(status))
 	case policy.StreamStop:
-		w.c.log.Info("event stream not asked for again on this session", "why", a.Why, "status", status)
+		w.m.host.Config().Log.Info("event stream not asked for again on this session", "why", a.Why, "status", status)
 		if w.stop != nil {
 			w.stop()
 		}
@@ -83,9 +82,9 @@ func (w *streamWatch) Answered(status int) {
 // verdict classifies a GET of the stream that did not open it (the
 // policy's StreamVerdict), with what the watch knows of the session: a
 // refusal from the start is first checked with a probe of the session.
-func (w *streamWatch) verdict(ans policy.StreamAnswer) policy.Verdict {
+func (w *Watch) verdict(ans policy.StreamAnswer) policy.Verdict {
 	ans.OpenedBefore = w.opened.Load()
-	if s := w.session.Load(); s != nil && ans.Status != 0 &&
+	if s, _ := w.session.Load().(Session); s != nil && ans.Status != 0 &&
 		policy.StreamRefused(ans.Status, ans.OpenedBefore) == policy.StreamAskSession {
 		ans.SessionAlive, ans.SessionExpired = w.ask(s)
 	}
@@ -94,13 +93,13 @@ func (w *streamWatch) verdict(ans policy.StreamAnswer) policy.Verdict {
 
 // lost takes the watch's session out of service, once, as the policy said
 // (a, a StreamRenew) for the refusal err.
-func (w *streamWatch) lost(a policy.StreamAction, err error) {
-	s := w.session.Load()
+func (w *Watch) lost(a policy.StreamAction, err error) {
+	s, _ := w.session.Load().(Session)
 	if s == nil || !w.fired.CompareAndSwap(false, true) {
 		return
 	}
-	if w.c.sess.pool.DiscardValue(s, &lostError{kind: a.Discard, err: fmt.Errorf("%s: %w", a.Why, err)}) {
-		w.c.log.Info("event stream refused: replacing the session in the background", "member", s.member, "why", a.Why, "err", err)
+	if w.m.host.Discard(s, a.Discard, fmt.Errorf("%s: %w", a.Why, err)) {
+		w.m.host.Config().Log.Info("event stream refused: replacing the session in the background", "member", s.Member(), "why", a.Why, "err", err)
 	}
 }
 
@@ -111,7 +110,7 @@ func (w *streamWatch) lost(a policy.StreamAction, err error) {
 // timeout and Close) before it decides; one at a time, and never again
 // once the server answered it: a server that knows the session and
 // refuses its stream costs one probe per session.
-func (w *streamWatch) ask(s *session) (alive, expired bool) {
+func (w *Watch) ask(s Session) (alive, expired bool) {
 	if w.asked.Load() {
 		return true, false
 	}
@@ -119,15 +118,15 @@ func (w *streamWatch) ask(s *session) (alive, expired bool) {
 		return false, false
 	}
 	defer w.asking.Store(false)
-	ctx, cancel := context.WithTimeout(w.c.lifetime, w.c.opts.probeTimeout())
+	cfg := w.m.host.Config()
+	ctx, cancel := context.WithTimeout(cfg.Lifetime, cfg.ProbeTimeout)
 	defer cancel()
-	err := w.c.sess.checkSession(ctx, s)
-	var pe *probeError
+	v, judged, err := w.m.host.Probe(ctx, s)
 	switch {
 	case err == nil:
 		w.asked.Store(true)
 		return true, false
-	case errors.As(err, &pe) && policy.ProbeLoss(pe.verdict) == policy.LossExpired:
+	case judged && policy.ProbeLoss(v) == policy.LossExpired:
 		return false, true
 	}
 	// Unreachable, busy, or an error that says nothing of the session:
@@ -135,15 +134,15 @@ func (w *streamWatch) ask(s *session) (alive, expired bool) {
 	return false, false
 }
 
-// watchStream returns the context mcp-go's listener of a session's event
+// WatchStream returns the context mcp-go's listener of a session's event
 // stream runs under, made from ctx, and its watch. The context has ctx's
 // values but does not end with it: the listener ends with the session's
 // mcp-go client, which the session's close closes (as a failed handshake
 // does), or when the watch stops it; a context that ended with ctx (the
 // client's) would stay registered in it until Close, one per session ever
 // opened.
-func (c *ResilientClient) watchStream(ctx context.Context) (context.Context, *streamWatch) {
-	w := &streamWatch{c: c}
+func (m *Messages) WatchStream(ctx context.Context) (context.Context, *Watch) {
+	w := &Watch{m: m}
 	ctx, w.stop = context.WithCancel(context.WithoutCancel(ctx))
 	return wire.WatchStream(ctx, w), w
 }
@@ -154,30 +153,33 @@ func (c *ResilientClient) watchStream(ctx context.Context) (context.Context, *st
 // transport's stream when the transport is made, so the client reads this
 // one itself, and asks the policy what follows each end of it, as the
 // watch does for mcp-go's. The session's close ends it.
-func (c *ResilientClient) listenLate(s *session) {
-	if !s.sessionEra || !c.wantsEventStream() || s.listening.Swap(true) {
+func (m *Messages) listenLate(s Session) {
+	st := s.Streams()
+	if !s.SessionEra() || !m.WantsEventStream() || st.listening.Swap(true) {
 		return
 	}
-	s.listeners.Add(1)
+	st.loops.Add(1)
+	cfg := m.host.Config()
 	go func() {
-		defer s.listeners.Done()
-		retries := policy.StreamRetries{NewBackOff: c.opts.newBackOff}
+		defer st.loops.Done()
+		retries := policy.StreamRetries{NewBackOff: cfg.NewBackOff}
+		ctx := s.Context()
 		for {
-			end, err := c.readEventStream(s.ctx, s)
-			if s.ctx.Err() != nil {
+			end, err := m.readEventStream(ctx, s)
+			if ctx.Err() != nil {
 				return
 			}
 			a := retries.After(end)
 			switch a.Next {
 			case policy.StreamRenew:
-				s.stream.lost(a, err)
+				st.watch.lost(a, err)
 				return
 			case policy.StreamStop:
-				c.log.Info("event stream not asked for again on this session", "member", s.member, "why", a.Why, "err", err)
+				cfg.Log.Info("event stream not asked for again on this session", "member", s.Member(), "why", a.Why, "err", err)
 				return
 			}
-			c.log.Debug("event stream ended; opening it again", "member", s.member, "why", a.Why, "err", err, "pause", a.Pause)
-			if wait.Sleep(s.ctx, a.Pause, nil) != wait.Elapsed {
+			cfg.Log.Debug("event stream ended; opening it again", "member", s.Member(), "why", a.Why, "err", err, "pause", a.Pause)
+			if wait.Sleep(ctx, a.Pause, nil) != wait.Elapsed {
 				return
 			}
 		}
@@ -187,24 +189,25 @@ func (c *ResilientClient) listenLate(s *session) {
 // readEventStream opens s's GET event stream and hands what it carries to
 // the client until it ends. It returns how it ended, for the policy, and
 // the error it met, if any.
-func (c *ResilientClient) readEventStream(ctx context.Context, s *session) (policy.StreamEnd, error) {
-	resp, err := c.sessionRequest(ctx, s, http.MethodGet, nil)
+func (m *Messages) readEventStream(ctx context.Context, s Session) (policy.StreamEnd, error) {
+	w := s.Streams().watch
+	resp, err := m.sessionRequest(ctx, s, http.MethodGet, nil)
 	if err != nil {
-		return policy.StreamEnd{Failed: true, Verdict: s.stream.verdict(policy.StreamAnswer{Err: err})}, err
+		return policy.StreamEnd{Failed: true, Verdict: w.verdict(policy.StreamAnswer{Err: err})}, err
 	}
 	defer resp.Body.Close()
 	if !policy.StreamOpened(resp.StatusCode) {
-		v := s.stream.verdict(policy.StreamAnswer{
+		v := w.verdict(policy.StreamAnswer{
 			Status:     resp.StatusCode,
 			RetryAfter: wire.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
 		})
 		return policy.StreamEnd{Failed: true, Verdict: v}, errEventStreamRefused(resp.StatusCode)
 	}
-	s.stream.opened.Store(true)
+	w.opened.Store(true)
 	// Cut into events as mcp-go cuts its own streams (the guard, which
 	// bounds the body already, reads them alike); one event up to the
 	// same limit.
-	events := wire.NewEventReader(resp.Body, c.opts.maxResponseBytes)
+	events := wire.NewEventReader(resp.Body, m.host.Config().MaxResponseBytes)
 	for {
 		data, err := events.Next()
 		if err == io.EOF {
@@ -213,7 +216,7 @@ func (c *ResilientClient) readEventStream(ctx context.Context, s *session) (poli
 		if err != nil {
 			return policy.StreamEnd{}, err
 		}
-		c.streamMessage(ctx, s, data)
+		m.streamMessage(ctx, s, data)
 	}
 }
 
@@ -225,7 +228,7 @@ func (c *ResilientClient) readEventStream(ctx context.Context, s *session) (poli
 // has no handler for. The message is decoded with encoding/json, not
 // scanned (wire.Members): it is decoded whole for the handlers anyway,
 // and encoding/json is how mcp-go reads what its own stream carries.
-func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []byte) {
+func (m *Messages) streamMessage(ctx context.Context, s Session, data []byte) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -236,7 +239,7 @@ func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []
 	if len(msg.ID) == 0 || string(msg.ID) == "null" {
 		var n mcp.JSONRPCNotification
 		if json.Unmarshal(data, &n) == nil {
-			c.onServerNotification(n)
+			m.Handle(n)
 		}
 		return
 	}
@@ -244,7 +247,7 @@ func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []
 	if msg.Method != string(mcp.MethodPing) {
 		reply = `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32601,"message":"method not found"}}`
 	}
-	resp, err := c.sessionRequest(ctx, s, http.MethodPost, []byte(reply))
+	resp, err := m.sessionRequest(ctx, s, http.MethodPost, []byte(reply))
 	if err == nil {
 		resp.Body.Close()
 	}
@@ -253,12 +256,13 @@ func (c *ResilientClient) streamMessage(ctx context.Context, s *session, data []
 // sessionRequest sends a request on s as its mcp-go transport would: with
 // its session id, protocol version and the caller's headers, through the
 // client's HTTP client (its token, its guard).
-func (c *ResilientClient) sessionRequest(ctx context.Context, s *session, method string, body []byte) (*http.Response, error) {
+func (m *Messages) sessionRequest(ctx context.Context, s Session, method string, body []byte) (*http.Response, error) {
+	cfg := m.host.Config()
 	var content io.Reader // none for a GET: net/http sends no body then
 	if body != nil {
 		content = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.endpoint, content)
+	req, err := http.NewRequestWithContext(ctx, method, cfg.Endpoint, content)
 	if err != nil {
 		return nil, err
 	}
@@ -268,15 +272,15 @@ func (c *ResilientClient) sessionRequest(ctx context.Context, s *session, method
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
-	req.Header.Set(transport.HeaderKeySessionID, s.mc.GetSessionId())
-	req.Header.Set(transport.HeaderKeyProtocolVersion, s.version)
-	for k, v := range c.opts.headers {
+	req.Header.Set(transport.HeaderKeySessionID, s.MCP().GetSessionId())
+	req.Header.Set(transport.HeaderKeyProtocolVersion, s.Version())
+	for k, v := range cfg.Headers {
 		req.Header.Set(k, v)
 	}
-	if c.opts.headerFunc != nil {
-		for k, v := range c.opts.headerFunc(ctx) {
+	if cfg.HeaderFunc != nil {
+		for k, v := range cfg.HeaderFunc(ctx) {
 			req.Header.Set(k, v)
 		}
 	}
-	return c.httpClient.Do(req)
+	return cfg.HTTPClient.Do(req)
 }

@@ -1,4 +1,4 @@
-package client
+package notify
 
 import (
 	"sync"
@@ -17,7 +17,7 @@ const (
 	notificationQueueIdle = 8
 )
 
-// dispatcher hands notifications from the sessions' readers to the caller's
+// Dispatcher hands notifications from the sessions' readers to the caller's
 // handlers on a goroutine of its own, in the order they arrived. A reader
 // never waits for a handler: that would stall every response on the session.
 // When the queue is full the newest notification is dropped and counted:
@@ -28,7 +28,7 @@ const (
 // Nothing is held for an idle client: the queue grows with a burst up to
 // notificationQueue and is let go once drained, and the goroutine runs only
 // while there is something to deliver.
-type dispatcher struct {
+type Dispatcher struct {
 	mu       sync.Mutex // a leaf: handlers run on the delivering goroutine, never under it
 	handlers []func(mcp.JSONRPCNotification)
 	ring     []mcp.JSONRPCNotification // queued: ring[head], ring[head+1], … (mod len), n of them
@@ -38,24 +38,24 @@ type dispatcher struct {
 	dropped  atomic.Uint64
 }
 
-func newDispatcher() *dispatcher { return &dispatcher{} }
+func NewDispatcher() *Dispatcher { return &Dispatcher{} }
 
-func (d *dispatcher) add(h func(mcp.JSONRPCNotification)) {
+func (d *Dispatcher) Add(h func(mcp.JSONRPCNotification)) {
 	d.mu.Lock()
 	d.handlers = append(d.handlers, h)
 	d.mu.Unlock()
 }
 
-func (d *dispatcher) hasHandlers() bool {
+func (d *Dispatcher) HasHandlers() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.handlers) > 0
 }
 
-// deliver queues n without blocking; it reports false if n was dropped
+// Deliver queues n without blocking; it reports false if n was dropped
 // because the handlers are too far behind. Without handlers, or after close,
 // n goes nowhere.
-func (d *dispatcher) deliver(n mcp.JSONRPCNotification) bool {
+func (d *Dispatcher) Deliver(n mcp.JSONRPCNotification) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed || len(d.handlers) == 0 {
@@ -78,7 +78,7 @@ func (d *dispatcher) deliver(n mcp.JSONRPCNotification) bool {
 }
 
 // growLocked doubles the ring, up to notificationQueue, keeping the order.
-func (d *dispatcher) growLocked() {
+func (d *Dispatcher) growLocked() {
 	ring := make([]mcp.JSONRPCNotification, min(max(2*len(d.ring), notificationQueueIdle), notificationQueue))
 	for i := range d.n {
 		ring[i] = d.ring[(d.head+i)%len(d.ring)]
@@ -87,7 +87,7 @@ func (d *dispatcher) growLocked() {
 }
 
 // run delivers until the queue is empty, then exits.
-func (d *dispatcher) run(done chan struct{}) {
+func (d *Dispatcher) run(done chan struct{}) {
 	defer close(done)
 	for {
 		d.mu.Lock()
@@ -111,17 +111,17 @@ func (d *dispatcher) run(done chan struct{}) {
 	}
 }
 
-// queued is how many notifications wait for the handlers, and how many
+// Queued is how many notifications wait for the handlers, and how many
 // could before the newest are dropped without growing the queue.
-func (d *dispatcher) queued() (n, capacity int) {
+func (d *Dispatcher) Queued() (n, capacity int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.n, len(d.ring)
 }
 
-// close stops the dispatcher, after the handler under way if any, and
+// Close stops the dispatcher, after the handler under way if any, and
 // waits for it. Notifications still queued are dropped.
-func (d *dispatcher) close() {
+func (d *Dispatcher) Close() {
 	d.mu.Lock()
 	d.closed = true
 	d.ring, d.head, d.n = nil, 0, 0

@@ -1,4 +1,4 @@
-package client
+package notify
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ func BenchmarkDeclareApplyDefaults(b *testing.B) {
 			"name":  json.RawMessage(`"echo"`),
 			"_meta": json.RawMessage(`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`),
 		}
-		if _, ok := declareApplyDefaults("tools/call", params).(json.RawMessage); !ok {
+		if _, ok := DeclareApplyDefaults("tools/call", params).(json.RawMessage); !ok {
 			b.Fatal("no edit")
 		}
 	}
