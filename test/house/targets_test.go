@@ -19,11 +19,17 @@ import (
 // it says what is left.
 const (
 	// maxClientLines: package client's non-test lines (`wc -l`), the core
-	// without its rooms (client/internal/...).
-	maxClientLines = 9792
+	// without its rooms (client/internal/...). 10,277 when issue 45 was
+	// filed; 5,491 when its rooms had moved out. What is left is the
+	// public API (the options, errors, per-call options, methods, the
+	// iterators, Stats, the constructors of stdio and HTTP+SSE), the core
+	// (the call, the sessions, the client) and the rooms' hosts; the
+	// issue's 5,000 is not reached yet.
+	maxClientLines = 5491
 	// maxClientMethods: ResilientClient's methods, exported and not: the
-	// public API and a few joints, the rest on the types of the rooms.
-	maxClientMethods = 156
+	// public API and a few joints, the rest on the types of the rooms
+	// and of the sessions (156 when issue 45 was filed, 58 after it).
+	maxClientMethods = 60
 	// maxCallToolFiles: the files of client and client/internal/... that
 	// a plain CallTool over Streamable HTTP passes through from entry to
 	// the transport: the files of the frames on its stack when the request
