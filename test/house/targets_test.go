@@ -5,6 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"iter"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,12 +165,8 @@ func TestCallToolVisitsFewFiles(t *testing.T) {
 // client and client/internal/... on it, relative to client/.
 func stackFiles(t *testing.T, path string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
-	for line := range strings.Lines(string(raw)) {
+	for line := range readLines(t, path) {
 		file, fn, _ := strings.Cut(strings.TrimSpace(line), "\t")
 		if !strings.HasPrefix(fn, rootModule+"/client.") && !strings.HasPrefix(fn, rootModule+"/client/internal/") {
 			continue
@@ -179,16 +177,17 @@ func stackFiles(t *testing.T, path string) []string {
 		}
 		seen[rel] = true
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// readLines is the lines of the file at path.
+func readLines(t *testing.T, path string) iter.Seq[string] {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(out)
-	return out
+	return strings.Lines(string(raw))
 }
 
 // profile converts the counters written into dir to a text profile and
@@ -206,13 +205,9 @@ func profile(t *testing.T, dir string) []string {
 // and client/internal/... with a statement that ran, relative to client/.
 func visited(t *testing.T, profile string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(profile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
 	prefix := rootModule + "/client/"
-	for line := range strings.Lines(string(raw)) {
+	for line := range readLines(t, profile) {
 		fields := strings.Fields(line)
 		if len(fields) != 3 || fields[2] == "0" {
 			continue // the mode line, or a block that did not run
@@ -227,5 +222,5 @@ func visited(t *testing.T, profile string) []string {
 		}
 		seen[rel] = true
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
