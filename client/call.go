@@ -494,7 +494,7 @@ func (c *ResilientClient) callContext(ctx context.Context, long bool) (context.C
 	}
 	if ctx == context.Background() || ctx == context.TODO() {
 		// Nothing to inherit: share a deadline with the calls around.
-		return c.deadlines.get(), func() {}
+		return c.deadlines.Get(), func() {}
 	}
 	return context.WithTimeout(ctx, c.opts.callTimeout)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/deadline"
 	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
@@ -39,7 +40,7 @@ type ResilientClient struct {
 
 	lifetime  context.Context // ends at Close
 	stop      context.CancelFunc
-	deadlines *sharedDeadlines // for calls made with a bare context
+	deadlines *deadline.Shared // for calls made with a bare context
 	closed    atomic.Bool
 	closeOnce sync.Once
 
@@ -83,7 +84,7 @@ type ResilientClient struct {
 	//
 	// Every other lock is a leaf, taken with nothing else locked under it:
 	// notify.Dispatcher.mu (the notifications'), listings.Cache.mu, backgroundMu,
-	// sharedDeadlines.mu,
+	// deadline.Shared.mu,
 	// the progress registry's and each followed call's, the task store's,
 	// a call trace's (observers.Trace's),
 	// wire.Exchange.mu, wire.Renewable.mu (held shared while a request is
@@ -200,8 +201,8 @@ func (c *ResilientClient) init(target string) {
 	c.listings.Init((*listingHost)(c))
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	c.messages.Init((*messagesHost)(c))
-	c.deadlines = newSharedDeadlines(o.callTimeout)
-	c.obs.Share(c.deadlines.get)
+	c.deadlines = deadline.New(o.callTimeout)
+	c.obs.Share(c.deadlines.Get)
 	c.tasks = tasks.New((*taskHost)(c))
 	c.sess.init(c, target)
 }
@@ -219,7 +220,7 @@ func (c *ResilientClient) Close() error {
 		c.closed.Store(true)
 		c.stop()
 		c.sess.brk.Load().Stop()
-		c.deadlines.close()
+		c.deadlines.Close()
 		// Nothing of the client's own starts once closed is seen under
 		// this lock (see backgroundMu): a barrier, then the wait.
 		c.backgroundMu.Lock()

@@ -1,4 +1,7 @@
-package client
+// Package deadline gives calls made with context.Background() or
+// context.TODO() their call timeout's deadline without a context each: see
+// Shared. It knows nothing of MCP or of the client.
+package deadline
 
 import (
 	"context"
@@ -13,7 +16,7 @@ import (
 // deadline context for a 1/deadlineSlack slice of the timeout.
 const deadlineSlack = 16
 
-// sharedDeadlines gives calls made with context.Background() or
+// Shared gives calls made with context.Background() or
 // context.TODO() their WithCallTimeout deadline without a context each.
 //
 // Why: such a context carries nothing to inherit, so calls may share one;
@@ -30,15 +33,15 @@ const deadlineSlack = 16
 // that 256 calls in flight on one context wait for each other there, as
 // they do not on a bare one.
 //
-// A sharedDeadlines is safe for concurrent use.
-type sharedDeadlines struct {
+// A Shared is safe for concurrent use.
+type Shared struct {
 	timeout time.Duration
 	slack   time.Duration
 
 	// shards are made by the first call with a bare context, so that a
 	// client that makes none (an idle one) does not hold them (64 B).
 	shards atomic.Pointer[[deadlineShards]deadlineShard]
-	mu     sync.Mutex // serializes making shards, a new current and close; a leaf
+	mu     sync.Mutex // serializes making shards, a new current and Close; a leaf
 	closed bool       // guarded by mu
 }
 
@@ -56,20 +59,21 @@ type deadlineShard struct {
 type deadlineCtx struct {
 	ctx      context.Context
 	deadline time.Time
-	// cancel is called by close only: the context's timer cancels it at
+	// cancel is called by Close only: the context's timer cancels it at
 	// the deadline.
 	cancel context.CancelFunc
 }
 
-func newSharedDeadlines(timeout time.Duration) *sharedDeadlines {
-	return &sharedDeadlines{timeout: timeout, slack: timeout / deadlineSlack}
+// New returns the shared deadlines of calls whose timeout is timeout.
+func New(timeout time.Duration) *Shared {
+	return &Shared{timeout: timeout, slack: timeout / deadlineSlack}
 }
 
-// close ends the current contexts, and every one get returns from now on:
+// Close ends the current contexts, and every one Get returns from now on:
 // the client is closed. The contexts are not children of the client's
 // lifetime, which would cost the client, for as long as it lives, a map of
 // children and a Done channel (300 B of an idle client's 8 KB).
-func (d *sharedDeadlines) close() {
+func (d *Shared) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
@@ -84,13 +88,13 @@ func (d *sharedDeadlines) close() {
 	}
 }
 
-// get returns a context whose deadline is between timeout and
-// timeout+slack from now, ended already after close. Each context ends by
-// itself at its deadline (or at close), so none is kept beyond that.
-func (d *sharedDeadlines) get() context.Context { return d.getOf(rand.N(deadlineShards)) }
+// Get returns a context whose deadline is between timeout and
+// timeout+slack from now, ended already after Close. Each context ends by
+// itself at its deadline (or at Close), so none is kept beyond that.
+func (d *Shared) Get() context.Context { return d.getOf(rand.N(deadlineShards)) }
 
-// getOf is get from shard i.
-func (d *sharedDeadlines) getOf(i int) context.Context {
+// getOf is Get from shard i.
+func (d *Shared) getOf(i int) context.Context {
 	due := time.Now().Add(d.timeout)
 	shards := d.shards.Load()
 	if shards != nil {
