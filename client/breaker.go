@@ -7,6 +7,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/breaker"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/transitions"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
@@ -28,7 +29,7 @@ func (ss *sessions) outage() *breaker.Breaker {
 	// Its openings and closings go to the state notifier (and through it
 	// the log and the observers); an opening wakes the pool's waiters.
 	changed := func(open bool, since time.Time) {
-		ss.notifier.push(stateEvent{breaker: &observe.BreakerState{Open: open, OutageSince: since}})
+		ss.notifier.Push(transitions.Event{Breaker: &observe.BreakerState{Open: open, OutageSince: since}})
 	}
 	ss.brk.CompareAndSwap(nil, breaker.New(ss.c.opts.failFastAfter, changed, ss.pool.Wake))
 	return ss.brk.Load()

@@ -75,8 +75,9 @@ type ResilientClient struct {
 	// Lock order of the whole client, outermost first. Four chains:
 	//
 	//   - the sessions' two, documented on sessions (session.go): the
-	//     pool's lock → sessions.stateMu → the notifier's, and the pool's
-	//     lock → the breaker's (breaker.Breaker.mu) → the notifier's;
+	//     pool's lock → sessions.stateMu → the notifier's
+	//     (transitions.Notifier.mu), and the pool's lock → the
+	//     breaker's (breaker.Breaker.mu) → the notifier's;
 	//   - a session's notify.Streams.mu → the memory's mu, which guards
 	//     the listens too (see notify.Messages);
 	//   - the listing store writer's mu → backgroundMu (the Close barrier,
@@ -232,7 +233,7 @@ func (c *ResilientClient) Close() error {
 			c.oauth.Close()
 		}
 		c.messages.Close()
-		c.sess.notifier.wait()
+		c.sess.notifier.Wait()
 		if c.ownTransport != nil {
 			c.closeIdleConnections()
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/transitions"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 )
 
@@ -90,7 +91,7 @@ func (c *ResilientClient) noteMember(m *memberState, st State) {
 		return
 	}
 	if from := State(m.observed.Swap(int32(st))); from != st {
-		c.sess.notifier.push(stateEvent{from: from, to: st, member: true})
+		c.sess.notifier.Push(transitions.Event{From: from, To: st, Member: true})
 	}
 }
 

@@ -36,7 +36,7 @@ type parity struct {
 // Streamable HTTP transport never calls, every handler registered is called.
 func (c *ResilientClient) OnConnectionLost(handler func(error)) {
 	if handler != nil {
-		c.sess.notifier.onLost(handler)
+		c.sess.notifier.OnLost(handler)
 	}
 }
 

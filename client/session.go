@@ -22,6 +22,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
+	"github.com/resilientmcp/resilientmcp/client/internal/transitions"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/health"
@@ -49,7 +50,7 @@ import (
 // It is safe for concurrent use. Lock order, outermost first:
 //
 //   - pool.Pool.mu (held when the pool calls onMemberState) → stateMu →
-//     notifier.mu;
+//     notifier.mu (transitions.Notifier's);
 //   - pool.Pool.mu → breaker.Breaker.mu (Reached, from onMemberState) →
 //     notifier.mu (the breaker's openings and closings, in order).
 //
@@ -75,10 +76,10 @@ type sessions struct {
 	affinityReported atomic.Bool
 	brk              atomic.Pointer[breaker.Breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
-	stateMu  sync.Mutex    // orders state computations and their notifications
-	state    atomic.Int32  // State, as last computed
-	members  []memberState // by pool member
-	notifier stateNotifier
+	stateMu  sync.Mutex           // orders state computations and their notifications
+	state    atomic.Int32         // State, as last computed
+	members  []memberState        // by pool member
+	notifier transitions.Notifier // the state notifier (client/internal/transitions)
 }
 
 // init makes the pool of c's sessions and what goes with it: the state
@@ -86,7 +87,7 @@ type sessions struct {
 func (ss *sessions) init(c *ResilientClient, target string) {
 	o := &c.opts
 	ss.c = c
-	ss.notifier.c = c
+	ss.notifier.Init((*notifierHost)(c))
 	ss.members = make([]memberState, o.poolSize)
 	ss.pool = pool.New(ss.poolConfig(target))
 }
@@ -330,7 +331,7 @@ func (ss *sessions) notifyConnectionLost(cause error) {
 		cause = lost // its message says what mcp-go says twice once
 	}
 	if !ss.c.closed.Load() {
-		ss.notifier.notifyLost(cause)
+		ss.notifier.NotifyLost(cause)
 	}
 }
 

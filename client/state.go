@@ -1,10 +1,10 @@
 package client
 
 import (
-	"sync"
+	"log/slog"
 	"sync/atomic"
-	"time"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
@@ -56,121 +56,13 @@ func rank(s State) int {
 	return 0
 }
 
-// stateNotifier delivers transitions to the user's handler and logger in
-// order, on a goroutine of its own that runs only while there are
-// transitions to deliver, so that the handler may call the client, and
-// neither it nor a slow log handler runs under the client's locks or stalls
-// a reconnect.
-//
-// It also delivers the losses OnConnectionLost handlers are told of, in the
-// same order: a loss comes after the transition away from Ready that it
-// caused and before the one back.
-type stateNotifier struct {
-	// c is the client whose state it tells: its handler
-	// (WithStateHandler, may be nil), its logger, and its observers (told
-	// of each member's transitions; may be nil), read through c rather
-	// than copied, for the size of the client (TestClientSizeClass).
-	c *ResilientClient
+// notifierHost is the client as its state notifier
+// (transitions.Notifier) reads it.
+type notifierHost ResilientClient
 
-	mu      sync.Mutex // innermost of the client's locks
-	lost    []func(error)
-	queue   []stateEvent
-	running bool
-	done    chan struct{} // closed when the running goroutine exits
-}
-
-// stateEvent is a transition, or a lost session when lost is set, or a
-// pool member's transition, for the observers only, when member is set, or
-// the circuit breaker opening or closing, when breaker is set.
-type stateEvent struct {
-	from, to State
-	lost     error
-	member   bool
-	breaker  *observe.BreakerState
-}
-
-func (n *stateNotifier) notify(from, to State) {
-	n.push(stateEvent{from: from, to: to})
-}
-
-// notifyLost tells the OnConnectionLost handlers, if any, that a session
-// was lost because of cause.
-func (n *stateNotifier) notifyLost(cause error) {
-	n.mu.Lock()
-	none := len(n.lost) == 0
-	n.mu.Unlock()
-	if !none {
-		n.push(stateEvent{lost: cause})
-	}
-}
-
-func (n *stateNotifier) onLost(h func(error)) {
-	n.mu.Lock()
-	n.lost = append(n.lost, h)
-	n.mu.Unlock()
-}
-
-func (n *stateNotifier) push(e stateEvent) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.queue = append(n.queue, e)
-	if !n.running {
-		n.running = true
-		n.done = make(chan struct{})
-		go n.drain(n.done)
-	}
-}
-
-func (n *stateNotifier) drain(done chan struct{}) {
-	defer close(done)
-	for {
-		n.mu.Lock()
-		if len(n.queue) == 0 {
-			n.running = false
-			n.queue = nil // an idle client keeps no queue
-			n.done = nil  // nor a channel: closed below, it waits for nothing more
-			n.mu.Unlock()
-			return
-		}
-		e := n.queue[0]
-		n.queue = n.queue[1:]
-		lost := n.lost
-		n.mu.Unlock()
-		if e.lost != nil {
-			for _, h := range lost {
-				h(e.lost)
-			}
-			continue
-		}
-		if e.member {
-			n.c.obs.MemberChanged(e.from, e.to)
-			continue
-		}
-		if b := e.breaker; b != nil {
-			if b.Open {
-				n.c.log.Warn("circuit breaker open: the server has been unreachable too long; calls fail fast until a session is back", "outage_since", b.OutageSince)
-			} else {
-				n.c.log.Info("circuit breaker closed: a session is back", "outage", time.Since(b.OutageSince).Round(time.Millisecond))
-			}
-			n.c.obs.BreakerChanged(*b)
-			continue
-		}
-		n.c.log.Debug("state", "from", e.from, "to", e.to)
-		if h := n.c.opts.stateHandler; h != nil {
-			h(e.from, e.to)
-		}
-	}
-}
-
-// wait returns once every transition notified so far has been delivered.
-func (n *stateNotifier) wait() {
-	n.mu.Lock()
-	done := n.done
-	n.mu.Unlock()
-	if done != nil {
-		<-done
-	}
-}
+func (h *notifierHost) Logger() *slog.Logger               { return h.log }
+func (h *notifierHost) Observers() *observers.Set          { return h.obs }
+func (h *notifierHost) StateHandler() func(from, to State) { return h.opts.stateHandler }
 
 // memberState is what State is computed from, for one pool member.
 type memberState struct {
@@ -211,6 +103,6 @@ func (ss *sessions) refreshState() {
 	if prev := State(ss.state.Swap(int32(next))); prev != next {
 		// Logged by the notifier too: the logger's handler is the user's
 		// code, and this runs under the pool's lock.
-		ss.notifier.notify(prev, next)
+		ss.notifier.Notify(prev, next)
 	}
 }
