@@ -152,7 +152,7 @@ func (c *ResilientClient) configureTransport(u *url.URL) error {
 	o := &c.opts
 	base := o.httpClient
 	if base == nil {
-		base, c.ownTransport = tunedHTTPClient(u, o.tlsConfig)
+		base, c.ownTransport = wire.TunedClient(u, o.tlsConfig)
 		if o.wrapTransport != nil {
 			wrapped := o.wrapTransport(c.ownTransport)
 			if wrapped == nil {

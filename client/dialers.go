@@ -13,6 +13,7 @@ import (
 	"github.com/resilientmcp/resilientmcp/client/internal/sse"
 	"github.com/resilientmcp/resilientmcp/client/internal/stdio"
 	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // The sessions' side of the dialers that are not Streamable HTTP's: which
@@ -49,7 +50,7 @@ func (ss *sessions) openFallingBack(ctx context.Context) (*session, error) {
 func (ss *sessions) openSSE(ctx context.Context, req *mcp.InitializeRequest) (*session, error) {
 	c := ss.c
 	hc := c.httpClient
-	if own := ss.sessionHTTPClient(); own != nil {
+	if own := wire.SessionClient(c.httpClient, !c.opts.noCookies); own != nil {
 		hc = own // its cookie jar, as a Streamable HTTP session has
 	}
 	o, err := sse.Open(ctx, req, sse.Handshake{

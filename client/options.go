@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -441,7 +439,7 @@ func (o *options) implementation() mcp.Implementation {
 	if o.clientInfo != nil {
 		return *o.clientInfo
 	}
-	return mcp.Implementation{Name: "resilientmcp", Version: moduleVersion()}
+	return mcp.Implementation{Name: "resilientmcp", Version: wire.ModuleVersion()}
 }
 
 // WithClientOptions passes mcp-go client options (sampling, roots and
@@ -590,78 +588,20 @@ func (o *options) probeTimeout() time.Duration {
 	return health.DefaultTimeout(o.keepAlive)
 }
 
-func moduleVersion() string {
-	const path = "github.com/resilientmcp/resilientmcp"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path == path && bi.Main.Version != "" {
-			return bi.Main.Version
-		}
-		for _, dep := range bi.Deps {
-			if dep.Path == path {
-				return dep.Version
-			}
-		}
-	}
-	return "(devel)"
-}
-
-// sessionTickets is the TLS session cache every default HTTP client shares.
-var sessionTickets = tls.NewLRUClientSessionCache(0)
-
-// tunedHTTPClient is the default HTTP client of one ResilientClient; see
-// WithHTTPClient.
+// WithCookies says whether each session keeps the cookies its server sets,
+// and sends them back on the session's requests. Default true.
 //
-// Each ResilientClient gets a Transport of its own, so that its connections
-// are its own. What sharing one would lose is isolation:
-//   - a keepalive probe tests the path the client's next call will take;
-//     from a shared pool it tests whichever connection it is handed, and
-//     another client's call meets the dead one;
-//   - a connection found dead under a request makes the client close its
-//     idle connections, which usually died with it (a restart, a middlebox
-//     that forgot its flows); on a shared Transport that closes every
-//     client's;
-//   - over HTTP/2 a shared Transport carries every client's calls on one
-//     connection, and one dead connection fails them all.
+// Load balancers keep a client on a replica by a cookie they insert
+// (HAProxy's "cookie SRV insert", AWS ALB stickiness, nginx's sticky
+// cookie): dropped, every request lands on a replica that does not know
+// the session (F39). Each session has a jar of its own (RFC 6265,
+// net/http/cookiejar), made with the session and dropped with it, since
+// the sessions of a pool may live on different replicas; a session opened
+// after a loss starts with an empty jar, since the replica the old one
+// named may be gone. A session whose server sets no cookie has no jar.
 //
-// It is a wire.Renewable, so that a client gone idle keeps nothing of it
-// (WithKeepIdleConnection): with the connection its probes would keep (4 KiB
-// read and write buffers, a reader and a writer goroutine) and the
-// Transport's bookkeeping, an idle client cost 20 KB and two goroutines;
-// without, about 8 KB and none, where 1000 clients sharing one Transport
-// cost 6 KB each (BenchmarkIdleClients).
-//
-// Shared, since it carries nothing of any one client: the TLS session
-// cache, so that a fleet of clients reconnecting after an outage resumes
-// TLS sessions instead of paying a full handshake each. Not shrunk: the
-// connection buffers; 1 KiB ones made calls with 1-6 KB messages up to 10%
-// (writes) and 40% (reads) slower on loopback. A plain-http endpoint gets HTTP/1 only and no TLS
-// config: Go would not speak HTTP/2 to it anyway, and the two cost 2 KB per
-// Transport.
-func tunedHTTPClient(endpoint *url.URL, tlsConfig *tls.Config) (*http.Client, *wire.Renewable) {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.IdleConnTimeout = 50 * time.Second
-	t.MaxIdleConnsPerHost = 64
-	t.MaxIdleConns = 256
-	t.DialContext = wire.CheckedDial(t.DialContext)
-	if endpoint.Scheme == "https" {
-		// HTTP/2 is negotiated by ALPN where the server offers it:
-		// ForceAttemptHTTP2, copied from http.DefaultTransport, keeps it on
-		// beside a custom dialer and TLS config.
-		t.TLSClientConfig = &tls.Config{ClientSessionCache: sessionTickets}
-		if tlsConfig != nil {
-			t.TLSClientConfig = tlsConfig.Clone()
-			if t.TLSClientConfig.ClientSessionCache == nil {
-				t.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
-			}
-		}
-	} else {
-		var http1 http.Protocols
-		http1.SetHTTP1(true)
-		t.Protocols = &http1
-		// Clone copied the TLS config that setting up HTTP/2 put on
-		// http.DefaultTransport: 480 bytes a client, for no TLS.
-		t.TLSClientConfig = nil
-	}
-	r := wire.NewRenewable(t)
-	return &http.Client{Transport: r}, r
+// With WithHTTPClient, an http.Client that has a Jar of its own keeps it:
+// every session shares that jar, as the caller asked.
+func WithCookies(keep bool) Option {
+	return optionFunc(func(o *options) { o.noCookies = !keep })
 }

@@ -543,7 +543,7 @@ func (ss *sessions) openWith(ctx context.Context, req *mcp.InitializeRequest, ex
 	ctx = ex.Bind(ctx)
 	topts := ss.transportOptions()
 	hc := ss.c.httpClient
-	if own := ss.sessionHTTPClient(); own != nil {
+	if own := wire.SessionClient(hc, !ss.c.opts.noCookies); own != nil {
 		// After the shared client's option: the last one given wins.
 		hc = own
 		topts = append(slices.Clip(topts), transport.WithHTTPBasicClient(hc))

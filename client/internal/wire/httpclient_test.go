@@ -1,12 +1,10 @@
-package client
+package wire
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"testing"
-
-	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // Default clients keep their connections apart but share TLS session
@@ -22,8 +20,8 @@ func TestDefaultClientsResumeEachOthersTLSSessions(t *testing.T) {
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	resumed := func() bool {
 		t.Helper()
-		hc, _ := tunedHTTPClient(endpoint, nil)
-		tr := hc.Transport.(*wire.Renewable).Transport()
+		hc, _ := TunedClient(endpoint, nil)
+		tr := hc.Transport.(*Renewable).Transport()
 		defer tr.CloseIdleConnections()
 		tr.TLSClientConfig.RootCAs = roots
 		resp, err := hc.Get(srv.URL)
@@ -43,7 +41,7 @@ func TestDefaultClientsResumeEachOthersTLSSessions(t *testing.T) {
 
 func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 	endpoint, _ := url.Parse("http://127.0.0.1:1/mcp")
-	tr := tunedHTTPClientTransport(endpoint)
+	tr := tunedClientTransport(endpoint)
 	if p := tr.Protocols; p == nil || !p.HTTP1() || p.HTTP2() || p.UnencryptedHTTP2() {
 		t.Errorf("protocols %v for a plain-http endpoint, want HTTP/1 only", p)
 	}
@@ -51,13 +49,13 @@ func TestPlainHTTPEndpointsSpeakHTTP1Only(t *testing.T) {
 		t.Error("a TLS config for a plain-http endpoint")
 	}
 	endpoint, _ = url.Parse("https://127.0.0.1:1/mcp")
-	tr = tunedHTTPClientTransport(endpoint)
+	tr = tunedClientTransport(endpoint)
 	if !tr.ForceAttemptHTTP2 {
 		t.Error("an https endpoint's transport would not try HTTP/2")
 	}
 }
 
-func tunedHTTPClientTransport(endpoint *url.URL) *http.Transport {
-	_, r := tunedHTTPClient(endpoint, nil)
+func tunedClientTransport(endpoint *url.URL) *http.Transport {
+	_, r := TunedClient(endpoint, nil)
 	return r.Transport()
 }
