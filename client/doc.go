@@ -27,6 +27,8 @@
 //
 //	call              call.go (call, do): the books of every call
 //	callRun           call.go (startRun, run); bound: its deadline and progress
+//	                  (the deadlines calls with a bare context share:
+//	                  client/internal/deadline)
 //	acquire           call.go (callRun.acquire) asks the sessions (session.go):
 //	                  the breaker first (client/internal/breaker, breaker.go), then their pool
 //	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
@@ -45,10 +47,14 @@
 // And around it:
 //
 //	client.go       ResilientClient, New, Close, the lock order
-//	options.go      the options; calloptions.go: a call's own
+//	options.go      the options; calloptions.go: a call's own; the HTTP
+//	                clients they make (the tuned default, each session's
+//	                cookie jar) are client/internal/wire's httpclient.go
 //	errors.go       what a call's error says; state.go, stats.go
 //	session.go      sessions, the sessions' life beside the client's: dial,
 //	                open, lose, release; health.go, breaker.go, state.go
+//	                (the ordered delivery of transitions, losses and the
+//	                breaker's events is client/internal/transitions)
 //	affinity.go     load balancers; a session's transport (the protocol era,
 //	                the Mcp-Param-* headers, tools' schemas as the server
 //	                sent them) is client/internal/streamable
@@ -81,6 +87,5 @@
 //	                counters are client/internal/observers, their types
 //	                client/observe
 //	parity.go       the methods of mcp-go's *client.Client; iter.go
-//	oauth.go        authorization; cookies.go, deadline.go: what the rest
-//	                holds, each file says first
+//	oauth.go        authorization
 package client
