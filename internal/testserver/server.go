@@ -417,6 +417,11 @@ func (inst *instance) stop() {
 	_ = inst.streamable.Shutdown(ctx)
 	<-inst.served
 	inst.inflight.closeAndWait(stopWait)
+	// http.Server.Close does not wait for handlers, so a GET that was already
+	// past its session lookup can start the session's listening pump (event
+	// store only) after Shutdown's CloseSessions took its snapshot; the pump
+	// then runs forever. No handler runs now, so this pass sees them all.
+	inst.streamable.CloseSessions(ctx)
 }
 
 // inflight counts running handlers so that Stop can wait for them. Unlike a
