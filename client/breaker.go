@@ -83,7 +83,7 @@ func (ss *sessions) noteOutcome(v policy.Verdict) {
 // anyReady reports whether a session is in service.
 func (ss *sessions) anyReady() bool {
 	for i := range ss.members {
-		if fromPoolState(pool.State(ss.members[i].pool.Load())) == Ready {
+		if transitions.FromPool(pool.State(ss.members[i].pool.Load())) == Ready {
 			return true
 		}
 	}

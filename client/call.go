@@ -8,6 +8,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/affinity"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
@@ -306,13 +307,13 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	}
 	if a.Refused {
 		ct.ReplayRefused()
-		c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", describe(err))
+		c.log.Warn("replay refused: the request may have run and is not safe to repeat", "method", method, "tool", tool, "err", wire.Describe(err))
 	}
 	if a.End != policy.Continue {
 		return tries.end(a, err)
 	}
 	if a.Reconnect {
-		c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", describe(err))
+		c.log.Debug("server unreachable; waiting for reconnect", "method", method, "err", wire.Describe(err))
 		ct.Retry(false, false, a.Discard)
 		return nil
 	}
@@ -324,7 +325,7 @@ func (r *callRun) afterFailure(ctx context.Context, s *session, err error) error
 	}
 	c.stats.Retries.Add(1)
 	ct.Retry(a.Expired, v.MayHaveRun(), a.Discard)
-	c.log.Info("retrying", "method", method, "tool", tool, "attempt", tries.Sends+1, "class", v.Class, "err", describe(err), "pause", a.Pause)
+	c.log.Info("retrying", "method", method, "tool", tool, "attempt", tries.Sends+1, "class", v.Class, "err", wire.Describe(err), "pause", a.Pause)
 	if a.Pause > 0 && a.Pause != backoff.Stop {
 		switch wait.Sleep(ctx, a.Pause, c.lifetime.Done()) {
 		case wait.Stopped:
@@ -371,7 +372,7 @@ func (run *callRun) probeFailed(ctx context.Context, s *session, err error) erro
 		}
 		return nil
 	}
-	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", describe(err))
+	c.log.Info("the session failed its probe before a call; the call waits for another", "method", r.method, "err", wire.Describe(err))
 	c.sess.replace(s, err)
 	return nil
 }
@@ -382,6 +383,7 @@ func (run *callRun) acquireFailed(err error) error {
 	c, r := run.c, &run.tries
 	var wait *pool.WaitError
 	var ff *failedFast
+	var na *affinity.Error
 	switch {
 	case errors.Is(err, pool.ErrClosed), c.closed.Load():
 		return r.closed(nil)
@@ -390,11 +392,9 @@ func (run *callRun) acquireFailed(err error) error {
 	case errors.As(err, &ff):
 		c.stats.FailedFast.Add(1)
 		return r.fail(ff.why, ff.last)
-	case isNoAffinity(err):
+	case errors.As(err, &na):
 		// Typed whatever the call did before: ErrUnavailable, or
 		// ErrOutcomeUnknown if an attempt may have run (F39).
-		na := new(noAffinityError)
-		errors.As(err, &na)
 		return r.fail("", na)
 	}
 	// Opening a session failed with an error no retry can fix: the

@@ -55,9 +55,10 @@
 //	                open, lose, release; health.go, breaker.go, state.go
 //	                (the ordered delivery of transitions, losses and the
 //	                breaker's events is client/internal/transitions)
-//	affinity.go     load balancers; a session's transport (the protocol era,
-//	                the Mcp-Param-* headers, tools' schemas as the server
-//	                sent them) is client/internal/streamable
+//	                load balancers' affinity: client/internal/affinity; a
+//	                session's transport (the protocol era, the Mcp-Param-*
+//	                headers, tools' schemas as the server sent them):
+//	                client/internal/streamable
 //	stdio.go        NewStdio and its options: a server that is a process;
 //	                the process, its supervision and the session opened on
 //	                it are client/internal/stdio

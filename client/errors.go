@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/resilientmcp/resilientmcp/auth"
+	"github.com/resilientmcp/resilientmcp/client/internal/affinity"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
@@ -75,7 +76,7 @@ var (
 	// call waited for a session that was not opened); or, if an earlier
 	// attempt of the call may have run, with ErrOutcomeUnknown. Calls fail
 	// at once with it for a few seconds, then one session is tried again.
-	ErrNoAffinity = errors.New("resilientmcp: no session affinity: the load balancer sends a session's requests to replicas that do not know it; sticky sessions (by the Mcp-Session-Id header or by cookie) are needed")
+	ErrNoAffinity = affinity.ErrNoAffinity
 )
 
 // AuthorizationRequiredError is the error of a call the server refused for
@@ -102,7 +103,7 @@ func authorizationRequired(reason string, cause error) error {
 func (e *AuthorizationRequiredError) Error() string {
 	msg := "resilientmcp: authorization required (" + e.Reason + ")"
 	if e.cause != nil {
-		msg += ": " + describe(e.cause)
+		msg += ": " + wire.Describe(e.cause)
 	}
 	return msg
 }
@@ -153,7 +154,7 @@ func (e *callError) Error() string {
 	}
 	if e.cause != nil {
 		b.WriteString(": ")
-		b.WriteString(describe(e.cause))
+		b.WriteString(wire.Describe(e.cause))
 	}
 	return b.String()
 }
@@ -178,19 +179,6 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// describe is err's message with what mcp-go says twice said once: its
-// transport and its client both prefix "failed to send request", and every
-// transport failure is "transport error: ...". For reading only; nothing
-// decides on it.
-func describe(err error) string {
-	msg := strings.ReplaceAll(err.Error(), "transport error: ", "")
-	const dup = "failed to send request: "
-	for strings.Contains(msg, dup+dup) {
-		msg = strings.ReplaceAll(msg, dup+dup, dup)
-	}
-	return msg
 }
 
 // authFailure is the caller's error for a request refused for want of

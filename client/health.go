@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
 
@@ -26,7 +27,7 @@ type probeError struct {
 	err     error
 }
 
-func (e *probeError) Error() string { return "probe: " + describe(e.err) }
+func (e *probeError) Error() string { return "probe: " + wire.Describe(e.err) }
 func (e *probeError) Unwrap() error { return e.err }
 
 // checkSession probes s, once more on a fresh connection when the policy

@@ -2,13 +2,12 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"iter"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/listings"
 	"github.com/resilientmcp/resilientmcp/client/internal/streamable"
 )
 
@@ -27,7 +26,7 @@ import (
 // ErrUnavailable. As with ListToolsByPage, the tools inform replay
 // decisions.
 func (c *ResilientClient) IterTools(ctx context.Context, req mcp.ListToolsRequest) iter.Seq2[mcp.Tool, error] {
-	return iterate(ctx, c, mcp.MethodToolsList, req.Params.Cursor,
+	return listings.Iterate(ctx, &c.listings, mcp.MethodToolsList, req.Params.Cursor,
 		func(ctx context.Context, mc *mcpclient.Client, cursor mcp.Cursor) ([]mcp.Tool, mcp.Cursor, error) {
 			r := req
 			r.Params.Cursor = cursor
@@ -44,7 +43,7 @@ func (c *ResilientClient) IterTools(ctx context.Context, req mcp.ListToolsReques
 // IterPrompts returns an iterator over the server's prompts, paged and
 // restarted as IterTools is.
 func (c *ResilientClient) IterPrompts(ctx context.Context, req mcp.ListPromptsRequest) iter.Seq2[mcp.Prompt, error] {
-	return iterate(ctx, c, mcp.MethodPromptsList, req.Params.Cursor,
+	return listings.Iterate(ctx, &c.listings, mcp.MethodPromptsList, req.Params.Cursor,
 		func(ctx context.Context, mc *mcpclient.Client, cursor mcp.Cursor) ([]mcp.Prompt, mcp.Cursor, error) {
 			r := req
 			r.Params.Cursor = cursor
@@ -60,7 +59,7 @@ func (c *ResilientClient) IterPrompts(ctx context.Context, req mcp.ListPromptsRe
 // IterResources returns an iterator over the server's resources, paged and
 // restarted as IterTools is.
 func (c *ResilientClient) IterResources(ctx context.Context, req mcp.ListResourcesRequest) iter.Seq2[mcp.Resource, error] {
-	return iterate(ctx, c, mcp.MethodResourcesList, req.Params.Cursor,
+	return listings.Iterate(ctx, &c.listings, mcp.MethodResourcesList, req.Params.Cursor,
 		func(ctx context.Context, mc *mcpclient.Client, cursor mcp.Cursor) ([]mcp.Resource, mcp.Cursor, error) {
 			r := req
 			r.Params.Cursor = cursor
@@ -76,7 +75,7 @@ func (c *ResilientClient) IterResources(ctx context.Context, req mcp.ListResourc
 // IterResourceTemplates returns an iterator over the server's resource
 // templates, paged and restarted as IterTools is.
 func (c *ResilientClient) IterResourceTemplates(ctx context.Context, req mcp.ListResourceTemplatesRequest) iter.Seq2[mcp.ResourceTemplate, error] {
-	return iterate(ctx, c, mcp.MethodResourcesTemplatesList, req.Params.Cursor,
+	return listings.Iterate(ctx, &c.listings, mcp.MethodResourcesTemplatesList, req.Params.Cursor,
 		func(ctx context.Context, mc *mcpclient.Client, cursor mcp.Cursor) ([]mcp.ResourceTemplate, mcp.Cursor, error) {
 			r := req
 			r.Params.Cursor = cursor
@@ -92,80 +91,4 @@ func (c *ResilientClient) IterResourceTemplates(ctx context.Context, req mcp.Lis
 			}
 			return t.URITemplate.Raw()
 		})
-}
-
-// iterate pages through a list method for the iterators. key names an item,
-// so that a listing started again does not yield it twice.
-func iterate[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, start mcp.Cursor,
-	page func(context.Context, *mcpclient.Client, mcp.Cursor) ([]T, mcp.Cursor, error),
-	key func(T) string,
-) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		yielded := map[string]struct{}{}
-		for restarts := 0; ; restarts++ {
-			if a := policy.AfterListingRestart(restarts, c.opts.maxAttempts); a.End != policy.Continue {
-				yield(zero, &callError{kind: ErrUnavailable, method: string(method), why: a.Why})
-				return
-			}
-			again, err := iterateOnce(ctx, c, method, start, page, key, yielded, yield)
-			if err != nil {
-				yield(zero, err)
-				return
-			}
-			if !again {
-				return
-			}
-			c.log.Info("the session was replaced during a listing; listing again from the start", "method", method)
-		}
-	}
-}
-
-// iterateOnce is one pass of a listing. It reports again if a page came from
-// a session that replaced a lost one after the first page: the listing must
-// start over. Sessions of a pool that was still filling do not count.
-func iterateOnce[T any](ctx context.Context, c *ResilientClient, method mcp.MCPMethod, start mcp.Cursor,
-	page func(context.Context, *mcpclient.Client, mcp.Cursor) ([]T, mcp.Cursor, error),
-	key func(T) string, yielded map[string]struct{}, yield func(T, error) bool,
-) (again bool, err error) {
-	cursor := start
-	seen := map[mcp.Cursor]struct{}{cursor: {}}
-	var newest uint64 // every session up to this one was open when the first page came
-	for first := true; ; first = false {
-		var items []T
-		var next mcp.Cursor
-		var serial uint64
-		err := c.do(ctx, string(method), "", func(ctx context.Context, s *session) error {
-			var err error
-			items, next, err = page(ctx, s.mc, cursor)
-			serial = s.serial
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
-		if first {
-			newest = c.parity.serials.Load()
-		} else if serial > newest {
-			return true, nil
-		}
-		for _, item := range items {
-			k := key(item)
-			if _, dup := yielded[k]; dup {
-				continue
-			}
-			yielded[k] = struct{}{}
-			if !yield(item, nil) {
-				return false, nil
-			}
-		}
-		if next == "" {
-			return false, nil
-		}
-		if _, dup := seen[next]; dup {
-			return false, fmt.Errorf("%w: %q", mcpclient.ErrRepeatedListCursor, next)
-		}
-		seen[next] = struct{}{}
-		cursor = next
-	}
 }

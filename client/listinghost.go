@@ -111,14 +111,18 @@ func (h *listingHost) MaxStale(read bool) time.Duration { return h.opts.maxStale
 func (h *listingHost) Store() store.ListingStore        { return h.opts.listings.store }
 func (h *listingHost) Endpoint() string                 { return h.endpoint }
 func (h *listingHost) Log() *slog.Logger                { return h.log }
-func (h *listingHost) Describe(err error) string        { return describe(err) }
+func (h *listingHost) Serials() uint64                  { return h.parity.serials.Load() }
+func (h *listingHost) MaxAttempts() int                 { return h.opts.maxAttempts }
+func (h *listingHost) GiveUp(method, why string) error {
+	return &callError{kind: ErrUnavailable, method: method, why: why}
+}
 
 // listed is what the cache reads of s; the zero value for none.
 func (s *session) listed() listings.Session {
 	if s == nil {
 		return listings.Session{}
 	}
-	ls := listings.Session{MC: s.mc, Version: s.version}
+	ls := listings.Session{MC: s.mc, Version: s.version, Serial: s.serial}
 	if s.result != nil {
 		ls.Info = &s.result.ServerInfo
 	}

@@ -58,9 +58,8 @@ func (h *messagesHost) Probe(ctx context.Context, s notify.Session) (policy.Verd
 
 func (h *messagesHost) Notified(n mcp.JSONRPCNotification) { h.client().listings.Notified(n) }
 
-func (h *messagesHost) ListingsListen() bool      { return h.client().listings.Listening() }
-func (h *messagesHost) Background(f func()) bool  { return h.client().goBackground(f) }
-func (h *messagesHost) Describe(err error) string { return describe(err) }
+func (h *messagesHost) ListingsListen() bool     { return h.client().listings.Listening() }
+func (h *messagesHost) Background(f func()) bool { return h.client().goBackground(f) }
 
 // A session as the room of messages sees it (notify.Session).
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/affinity"
 	"github.com/resilientmcp/resilientmcp/client/internal/breaker"
 	"github.com/resilientmcp/resilientmcp/client/internal/hotpath"
 	"github.com/resilientmcp/resilientmcp/client/internal/notify"
@@ -35,7 +36,7 @@ import (
 // its dial to its close. It dials, opens and negotiates them (Streamable
 // HTTP, HTTP+SSE, a stdio server's process: dialers.go), probes
 // them and keeps them alive (health.go), trips the circuit breaker
-// (breaker.go, client/internal/breaker), holds the verdicts of no affinity (affinity.go), and
+// (breaker.go, client/internal/breaker), holds the verdicts of no affinity (client/internal/affinity), and
 // computes the connectivity state and tells it (state.go). The call path
 // asks it for a session (pool), tells it each outcome (noteOutcome,
 // replace, answered), and nothing more.
@@ -70,11 +71,9 @@ type sessions struct {
 	// opened in the session era), speaksSSE (HTTP+SSE: NewSSE's, or found
 	// by WithSSEFallback, for good). One word for the three, for the size
 	// of the client (TestClientSizeClass).
-	spoken atomic.Int32
-	// affinityReported: a verdict of no affinity was logged and told to
-	// the observers since a session last proved affinity (affinity.go).
-	affinityReported atomic.Bool
-	brk              atomic.Pointer[breaker.Breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
+	spoken   atomic.Int32
+	affinity affinity.Tracker                // the verdicts of no affinity (client/internal/affinity)
+	brk      atomic.Pointer[breaker.Breaker] // WithFailFastAfter's circuit breaker, made on the first outage (outage)
 
 	stateMu  sync.Mutex           // orders state computations and their notifications
 	state    atomic.Int32         // State, as last computed
@@ -121,8 +120,8 @@ func (ss *sessions) poolConfig(target string) pool.Config[*session] {
 		},
 		StopWaiting: ss.whileNoSession,
 		OnDialError: func(member int, err error, next time.Duration) {
-			if na := new(noAffinityError); errors.As(err, &na) && !na.report {
-				return // said once (affinity.go)
+			if na := new(affinity.Error); errors.As(err, &na) && !na.Report {
+				return // said once (noteLossForAffinity)
 			}
 			ss.c.log.Warn("dial failed", "endpoint", target, "member", member, "err", err, "retry_in", next)
 			ss.c.obs.DialFailed(err, next)
@@ -181,7 +180,7 @@ type session struct {
 	// it (F26), where a 400 before is an answer about the request.
 	served atomic.Bool
 	// answers counts the requests it answered, up to
-	// policy.ProvenAnswers: whether its replica keeps it (affinity.go).
+	// policy.ProvenAnswers: whether its replica keeps it (answered).
 	answers atomic.Int32
 	proc    *stdio.Process // a stdio server's process, one per session (client/internal/stdio); nil over HTTP
 
@@ -247,7 +246,7 @@ type lostError struct {
 	err  error
 }
 
-func (e *lostError) Error() string { return describe(e.err) }
+func (e *lostError) Error() string { return wire.Describe(e.err) }
 func (e *lostError) Unwrap() error { return e.err }
 
 var errReinitializeRequested = errors.New("initialize called with a new request")
@@ -262,7 +261,7 @@ type handshakeLostError struct {
 	err              error
 }
 
-func (e *handshakeLostError) Error() string { return describe(e.err) }
+func (e *handshakeLostError) Error() string { return wire.Describe(e.err) }
 func (e *handshakeLostError) Unwrap() error { return e.err }
 
 // openError is a failed handshake's error, with its classification.
@@ -319,6 +318,29 @@ func (ss *sessions) dial(ctx context.Context, member int, prev *session, cause e
 	return s, nil
 }
 
+// noteLossForAffinity counts a session of member lost (young, for cause)
+// towards a verdict of no affinity (client/internal/affinity), and returns
+// the verdict's error if there is one now; the first is logged.
+func (ss *sessions) noteLossForAffinity(member int, young bool, cause error) error {
+	v := ss.affinity.Lost(&ss.members[member].affinity, young, cause)
+	if v == nil {
+		return nil
+	}
+	if v.Report {
+		ss.c.log.Error("the deployment needs session affinity: sessions expire within their first requests; calls fail with ErrNoAffinity, and a session is tried again every "+policy.NoAffinityHold.String(),
+			"endpoint", ss.c.endpoint, "member", member, "sessions_lost_young", v.Young, "last", wire.Describe(cause))
+	}
+	return v
+}
+
+// answered counts an answer on s, up to what proves that its replica keeps
+// it: from then on it is one atomic load a call.
+func (ss *sessions) answered(s *session) {
+	if s.answers.Load() < policy.ProvenAnswers && s.answers.Add(1) == policy.ProvenAnswers {
+		ss.affinity.Proven(&ss.members[s.member].affinity)
+	}
+}
+
 // notifyConnectionLost tells the OnConnectionLost handlers of a session
 // taken out of service, unless the caller asked for it (Initialize with
 // another request) or the client is closing.
@@ -364,7 +386,7 @@ func (ss *sessions) nextSession(ctx context.Context, member int, prev *session, 
 	defer cancel()
 	var lost *lostError
 	errors.As(cause, &lost)
-	if err := ss.affinityHeld(member); err != nil {
+	if err := ss.members[member].affinity.Held(); err != nil {
 		// No session is opened while a verdict of no affinity holds:
 		// callers fail at once (F39).
 		return nil, backoff.Permanent(err)

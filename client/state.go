@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/resilientmcp/resilientmcp/client/internal/affinity"
 	"github.com/resilientmcp/resilientmcp/client/internal/observers"
+	"github.com/resilientmcp/resilientmcp/client/internal/transitions"
 	"github.com/resilientmcp/resilientmcp/client/observe"
 	"github.com/resilientmcp/resilientmcp/pool"
 )
@@ -24,38 +26,6 @@ const (
 	Closed       = observe.Closed
 )
 
-func fromPoolState(s pool.State) State {
-	switch s {
-	case pool.Connecting:
-		return Connecting
-	case pool.Ready:
-		return Ready
-	case pool.Reconnecting:
-		return Reconnecting
-	case pool.Closed:
-		return Closed
-	}
-	return Idle
-}
-
-// rank orders states from worst to best, for the client's state: the best
-// among its sessions.
-func rank(s State) int {
-	switch s {
-	case Ready:
-		return 5
-	case Degraded:
-		return 4
-	case Reconnecting:
-		return 3
-	case Connecting:
-		return 2
-	case Idle:
-		return 1
-	}
-	return 0
-}
-
 // notifierHost is the client as its state notifier
 // (transitions.Notifier) reads it.
 type notifierHost ResilientClient
@@ -66,10 +36,10 @@ func (h *notifierHost) StateHandler() func(from, to State) { return h.opts.state
 
 // memberState is what State is computed from, for one pool member.
 type memberState struct {
-	pool     atomic.Int32 // pool.State
-	degraded atomic.Bool  // its session in service is failing probes
-	observed atomic.Int32 // State, as last told to the observers
-	affinity affinity     // see affinity.go
+	pool     atomic.Int32    // pool.State
+	degraded atomic.Bool     // its session in service is failing probes
+	observed atomic.Int32    // State, as last told to the observers
+	affinity affinity.Member // client/internal/affinity
 }
 
 // onMemberState is called with the pool's lock held: it must not call the
@@ -91,12 +61,12 @@ func (ss *sessions) refreshState() {
 	next := Closed
 	for i := range ss.members {
 		m := &ss.members[i]
-		st := fromPoolState(pool.State(m.pool.Load()))
+		st := transitions.FromPool(pool.State(m.pool.Load()))
 		if st == Ready && m.degraded.Load() {
 			st = Degraded
 		}
 		ss.c.noteMember(m, st)
-		if next == Closed || rank(st) > rank(next) {
+		if next == Closed || transitions.Better(st, next) {
 			next = st
 		}
 	}

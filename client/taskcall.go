@@ -10,6 +10,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/tasks"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // A tools/call made a task (SEP-1686 in 2025-11-25, the tasks extension
@@ -48,7 +49,7 @@ func (e *TaskLostError) Error() string {
 	msg := "resilientmcp: tools/call " + tool + ": outcome unknown, the request may have run on the server: task " +
 		e.TaskID + " lost: the server no longer knows it"
 	if e.Err != nil {
-		msg += ": " + describe(e.Err)
+		msg += ": " + wire.Describe(e.Err)
 	}
 	return msg
 }
@@ -139,7 +140,6 @@ func (h *taskHost) Settled(err error) bool {
 	return !errors.Is(err, ErrOutcomeUnknown) && !errors.Is(err, ErrUnavailable)
 }
 
-func (h *taskHost) Describe(err error) string { return describe(err) }
 func (h *taskHost) Store() TaskStore          { return h.opts.taskStore }
 func (h *taskHost) Endpoint() string          { return h.endpoint }
 func (h *taskHost) Log() *slog.Logger         { return h.log }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // Listings and reads, cached as the server says and served stale on error
@@ -447,7 +448,7 @@ func staleAnswer[T any](ctx context.Context, l *Cache, sp *Spec[T], err error) (
 	h.ServedStale(ctx)
 	if logIt {
 		h.Log().Warn("the server cannot answer; serving the last good listings, marked stale, until it can",
-			"method", sp.method, "age", age.Round(time.Millisecond), "err", h.Describe(err))
+			"method", sp.method, "age", age.Round(time.Millisecond), "err", wire.Describe(err))
 	}
 	return res, true
 }

@@ -74,9 +74,16 @@ type Host interface {
 	Store() store.ListingStore
 	// Endpoint names the server in the store's keys.
 	Endpoint() string
-	// Log is the client's logger; Describe an error's message for it.
+	// Log is the client's logger.
 	Log() *slog.Logger
-	Describe(err error) string
+
+	// For Iterate. Serials counts the sessions put into service in place
+	// of lost ones so far (Session.Serial); MaxAttempts is
+	// WithMaxAttempts'; GiveUp is the client's ErrUnavailable for a
+	// listing restarted too often.
+	Serials() uint64
+	MaxAttempts() int
+	GiveUp(method, why string) error
 }
 
 // Session is what the cache reads of one of the client's sessions.
@@ -84,6 +91,7 @@ type Session struct {
 	MC      *mcpclient.Client
 	Version string              // the protocol version negotiated
 	Info    *mcp.Implementation // the server's, as it gave it; nil if not known
+	Serial  uint64              // Host.Serials when it went into service
 }
 
 // Identity is the server's identity as its session gave it: its name and

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
 
 // The server's tools, for the replay decision (Cache).
@@ -106,10 +108,10 @@ func (l *Cache) ToolSafe(ctx context.Context, name string) bool {
 			// what was seen of the old one's tools.
 			last, seen := l.knownToolAnyAge(name)
 			if seen {
-				l.host.Log().Warn("could not list the tools to decide a replay; deciding on the last listing seen", "tool", name, "err", l.host.Describe(err))
+				l.host.Log().Warn("could not list the tools to decide a replay; deciding on the last listing seen", "tool", name, "err", wire.Describe(err))
 				t = last
 			} else {
-				l.host.Log().Warn("could not list the tools to decide a replay; the tool is taken as not safe to repeat", "tool", name, "err", l.host.Describe(err))
+				l.host.Log().Warn("could not list the tools to decide a replay; the tool is taken as not safe to repeat", "tool", name, "err", wire.Describe(err))
 				t = mcp.Tool{Name: name}
 			}
 		} else if t, ok, _ = l.KnownTool(name); !ok {
@@ -183,7 +185,7 @@ func (l *Cache) RefreshTools(ctx context.Context, s Session) {
 	if err != nil {
 		// Replaying on annotations that may be stale is the one thing not
 		// to do: the next decision lists them again.
-		l.host.Log().Warn("could not list tools after reconnecting; they will be listed again when a replay needs them", "err", l.host.Describe(err))
+		l.host.Log().Warn("could not list tools after reconnecting; they will be listed again when a replay needs them", "err", wire.Describe(err))
 		l.MarkToolsStale()
 		return
 	}

@@ -57,8 +57,6 @@ type Host interface {
 	// Background runs f on a goroutine Close waits for, unless the client
 	// is closed; it reports whether f runs.
 	Background(f func()) bool
-	// Describe is err as the client logs it.
-	Describe(err error) string
 }
 
 // Config is what the room reads of the client's options.

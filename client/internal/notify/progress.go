@@ -64,7 +64,7 @@ func (m *Messages) TellCancelled(s Session, ex *wire.Exchange, cause error) {
 		ctx, cancel := context.WithTimeout(cfg.Lifetime, cancelNotificationTimeout)
 		defer cancel()
 		if err := s.MCP().GetTransport().SendNotification(ctx, n); err != nil {
-			cfg.Log.Debug("notifications/cancelled not delivered", "err", m.host.Describe(err))
+			cfg.Log.Debug("notifications/cancelled not delivered", "err", wire.Describe(err))
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/progress"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/client/store"
 	"github.com/resilientmcp/resilientmcp/internal/wait"
 )
@@ -263,12 +264,12 @@ func (k *Calls) afterRequest(ctx context.Context, t *State, pc *progress.Call, e
 		}
 		return nil, k.abandoned(ctx, t, pc), true
 	case policy.TaskLost:
-		k.host.Log().Warn("the server no longer knows the task; its outcome is unknown", "task", t.ID, "tool", t.Tool, "err", k.host.Describe(err))
+		k.host.Log().Warn("the server no longer knows the task; its outcome is unknown", "task", t.ID, "tool", t.Tool, "err", wire.Describe(err))
 		return k.delivered(t, nil, k.host.Lost(t.ID, t.Tool, cause))
 	case policy.TaskAnswered:
 		return k.delivered(t, nil, cause)
 	}
-	k.host.Log().Info("asking about the task failed; asking again", "task", t.ID, "err", k.host.Describe(err), "pause", t.pause)
+	k.host.Log().Info("asking about the task failed; asking again", "task", t.ID, "err", wire.Describe(err), "pause", t.pause)
 	return nil, nil, false
 }
 
@@ -294,9 +295,9 @@ func (k *Calls) abandoned(ctx context.Context, t *State, pc *progress.Call) erro
 			k.host.Log().Info("task cancelled", "task", id, "tool", tool)
 		case errors.As(err, &rpc) && k.host.Settled(err):
 			// Answered: finished already, or forgotten. Nothing to keep.
-			k.host.Log().Info("tasks/cancel answered with an error; the task is over", "task", id, "err", k.host.Describe(err))
+			k.host.Log().Info("tasks/cancel answered with an error; the task is over", "task", id, "err", wire.Describe(err))
 		default:
-			k.host.Log().Warn("tasks/cancel was not answered; the task stays in the task store", "task", id, "err", k.host.Describe(err))
+			k.host.Log().Warn("tasks/cancel was not answered; the task stays in the task store", "task", id, "err", wire.Describe(err))
 			return
 		}
 		k.forget(id)

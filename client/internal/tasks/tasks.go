@@ -21,6 +21,7 @@ import (
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/progress"
+	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/client/store"
 )
 
@@ -58,8 +59,6 @@ type Host interface {
 	// Settled reports whether err is neither ErrOutcomeUnknown nor
 	// ErrUnavailable: the server answered.
 	Settled(err error) bool
-	// Describe is err's message for the log.
-	Describe(err error) string
 
 	// Store is WithTaskStore's store; nil: the room keeps the ids in
 	// memory, for this process only.
@@ -109,7 +108,7 @@ func (k *Calls) Form(ctx context.Context, name string) policy.TaskCall {
 		return form
 	}
 	if err := k.host.LearnTools(ctx); err != nil {
-		k.host.Log().Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", k.host.Describe(err))
+		k.host.Log().Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", wire.Describe(err))
 		return policy.PlainThenTask
 	}
 	support, listed = k.host.ToolSupport(name)
