@@ -113,7 +113,17 @@ func (inst *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	inst.backend(w, r)
+	if r.Method != http.MethodPost {
+		inst.backend(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	inst.backend(sw, r)
+	if sw.status == http.StatusOK {
+		for _, m := range msg.methods {
+			s.counters.add(&s.counters.answered, m)
+		}
+	}
 	if slices.Contains(msg.methods, "initialize") {
 		s.sessions.record(w.Header().Get("Mcp-Session-Id"))
 		inst.recordOpened(w.Header().Get("Mcp-Session-Id"))
@@ -363,7 +373,10 @@ type counters struct {
 	tools map[string]int64
 	http  map[string]int64
 	rpc   map[string]int64
-	metas map[string][]map[string]any // by method, in the order received
+	// answered: the POSTed messages the server answered with 200, by
+	// method (not those refused with a 404 for an expired session).
+	answered map[string]int64
+	metas    map[string][]map[string]any // by method, in the order received
 	// callIDs are the ids of the tools/call requests received, and
 	// cancelled the requestIds of the notifications/cancelled, in order
 	// (the first maxMetas of each).
@@ -408,6 +421,7 @@ func (c *counters) reset() {
 	c.tools = map[string]int64{}
 	c.http = map[string]int64{}
 	c.rpc = map[string]int64{}
+	c.answered = map[string]int64{}
 	c.metas = map[string][]map[string]any{}
 	c.callIDs, c.cancelled = nil, nil
 }
@@ -451,6 +465,14 @@ func (s *Server) HTTPRequests(method string) int64 { return s.counters.get(&s.co
 // failed by injection.
 func (s *Server) RPCs(method string) int64 { return s.counters.get(&s.counters.rpc, method) }
 
+// Answered reports how many POSTed JSON-RPC messages of the given method
+// the server answered with 200: unlike RPCs, not those it refused (a 404
+// for a session it does not know, an injected failure). A JSON-RPC error
+// in a 200 counts.
+func (s *Server) Answered(method string) int64 {
+	return s.counters.get(&s.counters.answered, method)
+}
+
 // ReceivedMeta reports the params._meta of every JSON-RPC message of the
 // given method the server received (nil for one without), in order, up to
 // the first 1024; including ones failed by injection. Only a server whose
@@ -464,3 +486,36 @@ func (s *Server) ReceivedMeta(method string) []map[string]any {
 
 // ResetCounters zeroes every counter, including the value increment returns.
 func (s *Server) ResetCounters() { s.counters.reset() }
+
+// statusWriter remembers the status written through it, for Answered. It
+// passes Flush on, for the streams mcp-go flushes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
