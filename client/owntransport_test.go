@@ -159,14 +159,28 @@ func TestOwnTransportKeptBeneathTLSConfigAndWrapper(t *testing.T) {
 				})
 			}
 			t.Run("renewal: an idle client keeps no connection", func(t *testing.T) {
-				c, proxy, _, ctx := ownTransportRig(t, v, testserver.StatelessEra, true, WithKeepAlive(20*time.Millisecond))
-				probes := c.Stats().Probes
+				// A probe gets 1s, not the default 10ms (half the
+				// interval): after each renewal a probe dials and
+				// handshakes TLS anew, which on a loaded machine took
+				// longer, and a failed probe replaces the session,
+				// cutting the call in flight on it (F5) with
+				// ErrOutcomeUnknown ("context canceled"): the test's
+				// own timing, not the renewal.
+				c, proxy, _, ctx := ownTransportRig(t, v, testserver.StatelessEra, true, WithKeepAlive(20*time.Millisecond), WithKeepAliveTimeout(time.Second))
+				// Probes that succeeded: a failed one replaces the
+				// session, and the scenario is an idle client that keeps
+				// its session.
+				answered := func() uint64 { s := c.Stats(); return s.Probes - s.ProbeFailures }
+				probes := answered()
 				deadline := time.Now().Add(10 * time.Second)
-				for (c.Stats().Probes < probes+3 || proxy.Open() != 0) && time.Now().Before(deadline) {
+				for (answered() < probes+3 || proxy.Open() != 0) && time.Now().Before(deadline) {
 					time.Sleep(5 * time.Millisecond)
 				}
 				if open := proxy.Open(); open != 0 {
-					t.Fatalf("%d connections open after %d probes of an idle client, want none", open, c.Stats().Probes-probes)
+					t.Fatalf("%d connections open after %d answered probes of an idle client, want none", open, answered()-probes)
+				}
+				if n := answered() - probes; n < 3 {
+					t.Fatalf("%d probes answered in 10s, want 3 (stats %+v)", n, c.Stats())
 				}
 				req := mcp.CallToolRequest{}
 				req.Params.Name, req.Params.Arguments = "echo", map[string]any{"text": "after idle"}
