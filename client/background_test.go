@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 )
 
 // goBackground (the notifications/cancelled and tasks/cancel the client
@@ -43,5 +45,21 @@ func TestGoBackgroundStopsAtClose(t *testing.T) {
 		if c.goBackground(func() {}) {
 			t.Fatalf("client %d: goBackground started a goroutine after Close", i)
 		}
+	}
+}
+
+// An outage told after Close (a session lost as the pool closes it: a
+// stdio server that exits on stdin's end, a probe that fails as its
+// session closes) starts none: no breaker timer outlives Close to open it,
+// log and tell the observers then.
+func TestNoOutageAfterClose(t *testing.T) {
+	c, err := New("http://127.0.0.1:1/mcp") // New does no I/O; the breaker is on by default
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	c.sess.noteOutcome(policy.Verdict{Class: policy.OutcomeUnknown}) // an outage, no session in service
+	if since := c.sess.brk.Load().OutageSince(); !since.IsZero() {
+		t.Fatalf("an outage began after Close (since %v): its timer opens the breaker after Close", since)
 	}
 }

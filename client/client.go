@@ -220,7 +220,10 @@ func (c *ResilientClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.stop()
-		c.sess.brk.Load().Stop()
+		// Made if need be, to be stopped: a failure told after this (a
+		// session lost as the pool closes it) arms no breaker that would
+		// open, log and tell the observers after Close.
+		c.sess.outage().Stop()
 		c.deadlines.Close()
 		// Nothing of the client's own starts once closed is seen under
 		// this lock (see backgroundMu): a barrier, then the wait.

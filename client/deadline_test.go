@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
+	"github.com/resilientmcp/resilientmcp/internal/testserver"
 )
 
 // F25 when mcp-go's error is not built on the context's (a stream cut at
@@ -38,3 +43,52 @@ func TestOnlyTheCallersContextErrorIsInTheChain(t *testing.T) {
 		t.Errorf("the caller cancelled, and err = %v does not say so", err)
 	}
 }
+
+// A 503 that came back as the call's context ended proves the call did not
+// run: ErrUnavailable, not ErrOutcomeUnknown, so a non-idempotent call may
+// be sent again. The context ends in the transport, once the answer is in,
+// so the race a loaded machine runs by chance (the deadline passing while
+// mcp-go reads the body; 8 of 200 calls of
+// TestRetryBudgetCapsRetriesOfManyFailingCalls) is run the same way every
+// time.
+func TestDeclinedAnswerAsTheContextEndsDidNotRun(t *testing.T) {
+	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var endCall atomic.Pointer[context.CancelFunc]
+	c, err := New(srv.URL(), WithKeepAlive(0), WithTransportWrapper(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if end := endCall.Load(); err == nil && resp.StatusCode == http.StatusServiceUnavailable && end != nil {
+				(*end)()
+			}
+			return resp, err
+		})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.FailPOSTs(1, http.StatusServiceUnavailable, "", false, "tools/call")
+	callCtx, endTheCall := context.WithCancel(ctx)
+	defer endTheCall()
+	endCall.Store(&endTheCall)
+	_, err = c.CallTool(callCtx, incrementRequest())
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
+		t.Errorf("call = %v; want ErrUnavailable (the server declined it) and the context's error", err)
+	}
+	if runs := srv.ToolRuns("increment"); runs != 0 {
+		t.Errorf("increment ran %d times; the server declined it", runs)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -17,6 +17,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func frozenProber() Option { return optionFunc(func(o *options) { o.frozenProber = true }) }
 
+// generousProbeTimeout bounds a probe of the tests with short keepalive
+// intervals far above a round trip on a loaded machine (CI, -race): the
+// default, half the interval, is 20ms for a 40ms interval, and a probe
+// that times out is a session that does not answer, not the fault the
+// test provoked. The call's own deadline still bounds the test.
+var generousProbeTimeout = WithKeepAliveTimeout(10 * time.Second)
+
 // F17: the process was frozen past the keepalive interval, so the prober
 // never ran; meanwhile a middlebox forgot the connection, or the server
 // restarted and forgot the session. The first call after the thaw probes
@@ -37,7 +44,7 @@ func TestF17FrozenProcessValidatesBeforeUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer proxy.Close()
-			c, err := New(proxy.URL("/mcp"), WithKeepAlive(40*time.Millisecond), frozenProber())
+			c, err := New(proxy.URL("/mcp"), WithKeepAlive(40*time.Millisecond), generousProbeTimeout, frozenProber())
 			if err != nil {
 				t.Fatal(err)
 			}

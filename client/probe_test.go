@@ -14,6 +14,12 @@ import (
 // probeRig is a session-era server and a client whose background prober is
 // frozen, so that every call after an idle spell is probed first
 // (validate-before-use), with the probe's fate in the test's hands.
+//
+// A probe may take as long as it needs (generousProbeTimeout): the short
+// keepalive makes a session idle after a 60ms sleep, but its default
+// probe timeout, half of it, would be shorter than a round trip on a
+// loaded machine, and a probe that times out replaces the session that
+// the test's fault (a busy answer, a 500) was meant to decide.
 func probeRig(t *testing.T, opts ...Option) (*testserver.Server, *ResilientClient, context.Context) {
 	t.Helper()
 	srv, err := testserver.Start(testserver.Config{Era: testserver.SessionEra})
@@ -21,7 +27,7 @@ func probeRig(t *testing.T, opts ...Option) (*testserver.Server, *ResilientClien
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	c, err := New(srv.URL(), append([]Option{WithKeepAlive(40 * time.Millisecond), frozenProber()}, opts...)...)
+	c, err := New(srv.URL(), append([]Option{WithKeepAlive(40 * time.Millisecond), generousProbeTimeout, frozenProber()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,9 +189,17 @@ func TestStdioRealServersSIGKILL(t *testing.T) {
 }
 
 // TestStdioRealServersHang: each server nobody here wrote, stopped with
-// SIGSTOP, is found by its keepalive ping and replaced within about 1.5
-// keepalive intervals; a safe call made meanwhile is answered by the next
-// process, and nothing of the stopped one's group is left.
+// SIGSTOP, is found by its keepalive ping and replaced; a safe call made
+// meanwhile is answered by the next process, and nothing of the stopped
+// one's group is left.
+//
+// How soon is not asserted (see TestStdioHangReplaced): the keepalive
+// interval and the probe's timeout by construction, plus a start of the
+// server, and node takes 2 s and more to start server-everything on a
+// loaded machine. What is asserted is that a failed probe found the hang
+// (LossUnhealthy), which nothing else can before the call's 60 s deadline.
+// The probe's timeout is generous, so that a live server slow to answer on
+// a loaded machine (node starting) is not replaced too.
 func TestStdioRealServersHang(t *testing.T) {
 	const interval = 500 * time.Millisecond
 	for _, srv := range realServers() {
@@ -203,8 +211,9 @@ func TestStdioRealServersHang(t *testing.T) {
 			}
 			log := filepath.Join(t.TempDir(), "sent.log")
 			command, args := teeCommand(log, srv.command, srv.args)
-			c, err := client.NewStdio(command, args, client.WithBackOff(fastBackOff), client.WithKeepAlive(interval), client.WithKeepAliveTimeout(interval/4),
-				client.WithStdioStopTimeout(200*time.Millisecond), client.WithLogger(testLogger(t)))
+			var losses lossRecorder
+			c, err := client.NewStdio(command, args, client.WithBackOff(fastBackOff), client.WithKeepAlive(interval), client.WithKeepAliveTimeout(2*time.Second),
+				client.WithStdioStopTimeout(200*time.Millisecond), client.WithLogger(testLogger(t)), losses.observer())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,21 +224,17 @@ func TestStdioRealServersHang(t *testing.T) {
 				t.Fatal(err)
 			}
 			leader := c.Stats().PID
-			if err := syscall.Kill(serverChild(t, leader), syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
+			sigstop(t, serverChild(t, leader))
 			stopped := time.Now()
 			if err := srv.safe(ctx, c); err != nil {
 				t.Fatalf("a safe call across the hang: %v", err)
 			}
-			took := time.Since(stopped)
-			t.Logf("answered by a new process %v after SIGSTOP (keepalive %v)", took, interval)
+			t.Logf("answered by a new process %v after SIGSTOP (keepalive %v)", time.Since(stopped), interval)
 			if c.Stats().PID == leader {
 				t.Fatal("the stopped process is still in service")
 			}
-			// The new process's start is in it: node takes a while.
-			if took > interval*3/2+interval/4+3*time.Second {
-				t.Errorf("replaced after %v; want about 1.5 keepalive intervals (%v) and a start", took, interval*3/2)
+			if !losses.unhealthy() || c.Stats().ProbeFailures == 0 {
+				t.Errorf("replaced, but not for a failed probe: losses %v, probe failures %d", losses.list(), c.Stats().ProbeFailures)
 			}
 			assertGroupGone(t, leader)
 		})

@@ -50,8 +50,9 @@ type Breaker struct {
 	// the caller's locks (the client's pool's, from its onMemberState),
 	// so nothing that takes those is called under mu: opened runs after
 	// it is released. changed takes its own lock under it.
-	mu    sync.Mutex
-	timer *time.Timer // trips the breaker at since+after
+	mu      sync.Mutex
+	timer   *time.Timer // trips the breaker at since+after
+	stopped bool        // Stop was called (at Close): Failed arms nothing after it
 }
 
 // New returns a closed Breaker that opens once an outage has lasted
@@ -69,7 +70,7 @@ func (b *Breaker) Failed(at time.Time) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.since.Load() != 0 {
+	if b.stopped || b.since.Load() != 0 {
 		return
 	}
 	b.since.Store(at.UnixNano())
@@ -85,7 +86,7 @@ func (b *Breaker) Failed(at time.Time) {
 func (b *Breaker) trip() {
 	b.mu.Lock()
 	since := b.since.Load()
-	if since == 0 || b.open.Load() || !policy.BreakerOpen(time.Unix(0, since), b.after, time.Now()) {
+	if b.stopped || since == 0 || b.open.Load() || !policy.BreakerOpen(time.Unix(0, since), b.after, time.Now()) {
 		b.mu.Unlock()
 		return
 	}
@@ -138,12 +139,15 @@ func (b *Breaker) Why() string {
 	return why
 }
 
-// Stop ends the timer, at Close.
+// Stop ends the timer, at Close, and any outage told after it is
+// ignored: a failure told as the client closes (a session lost as it is
+// closed) arms no timer that would open the breaker after Close.
 func (b *Breaker) Stop() {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
+	b.stopped = true
 	if b.timer != nil {
 		b.timer.Stop()
 	}

@@ -74,3 +74,16 @@ func TestBreakerDoesNotOpenOnAShortOutage(t *testing.T) {
 		t.Error("the breaker opened after a short outage")
 	}
 }
+
+// TestStoppedBreakerFollowsNoOutage: a failure told after Stop (a session
+// lost as the client closes it) starts no outage and arms no timer, which
+// would open the breaker, and tell changed and opened, after Close.
+func TestStoppedBreakerFollowsNoOutage(t *testing.T) {
+	const after = time.Minute
+	b := New(after, func(bool, time.Time) { t.Error("changed told after Stop") }, func() { t.Error("opened after Stop") })
+	b.Stop()
+	b.Failed(time.Now().Add(-after - time.Second)) // a timer would fire at once
+	if !b.OutageSince().IsZero() || b.Open() {
+		t.Fatalf("after Stop: outage since %v, open %v; want none", b.OutageSince(), b.Open())
+	}
+}

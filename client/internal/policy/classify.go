@@ -191,7 +191,16 @@ func classify(err error, s Session, ex seen, ctxDone bool) Verdict {
 		// request never left.
 		return Verdict{Class: Caller}
 	case ctxDone:
-		return v(Caller)
+		// An answer whose status says the request did not run proves it
+		// even when the context ended before the answer was classified
+		// (the deadline passed while mcp-go read the body, or while a
+		// loaded machine ran other goroutines): the caller is told it did
+		// not run, not that it may have.
+		r := v(Caller)
+		if declinedUnread(rec.Status) {
+			r.Sent = false
+		}
+		return r
 
 	case ex.refused != nil:
 		return refused(ex.refused)
@@ -371,6 +380,20 @@ func h2Refusal(h2 wire.H2Refusal, v func(Class) Verdict) Verdict {
 	r := v(OutcomeUnknown)
 	r.Why = "the HTTP/2 stream was refused (REFUSED_STREAM), possibly by a proxy after it forwarded the request"
 	return r
+}
+
+// declinedUnread reports whether an answer's HTTP status alone says its
+// request did not run, as the rules of classify read it: any 4xx but
+// nginx's 499 (refused, or the session or authorization refused), 501,
+// 503 and 505. 0 is no answer.
+func declinedUnread(status int) bool {
+	switch status {
+	case statusClientClosedRequest:
+		return false
+	case http.StatusNotImplemented, http.StatusServiceUnavailable, http.StatusHTTPVersionNotSupported:
+		return true
+	}
+	return status >= 400 && status < 500
 }
 
 // statusClientClosedRequest is nginx's 499, which gateways also answer to

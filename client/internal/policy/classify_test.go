@@ -121,6 +121,21 @@ func TestClassifyCoversEveryFailure(t *testing.T) {
 			check: func(v Verdict) bool { return v.MayHaveRun() }},
 		{name: "deadline before the request was written", err: mcpgo(os.ErrDeadlineExceeded), ctxDone: true, want: Caller,
 			check: func(v Verdict) bool { return !v.MayHaveRun() }},
+		// The 503 came back, and the deadline passed before the call
+		// classified it (under load, 8 of 200 calls of
+		// TestRetryBudgetCapsRetriesOfManyFailingCalls): it did not run.
+		{name: "deadline after a 503 came back", err: mcpgo(errors.New("request failed with status 503: busy")), status: 503, ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return !v.MayHaveRun() }},
+		{name: "deadline after a 401 came back", err: mcpgo(&transport.AuthorizationRequiredError{}), status: 401, ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return !v.MayHaveRun() }},
+		{name: "deadline after a 404 came back", err: mcpgo(transport.ErrSessionTerminated), status: 404, sessionEra: true, ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return !v.MayHaveRun() }},
+		{name: "deadline after a 502 came back", err: mcpgo(errors.New("request failed with status 502: bad gateway")), status: 502, ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return v.MayHaveRun() }},
+		{name: "deadline after a 499 came back", err: mcpgo(errors.New("request failed with status 499")), status: 499, ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return v.MayHaveRun() }},
+		{name: "deadline while a 200 was read", err: mcpgo(os.ErrDeadlineExceeded), status: 200, ctxDone: true, gotConn: true, want: Caller,
+			check: func(v Verdict) bool { return v.MayHaveRun() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

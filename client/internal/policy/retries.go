@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -108,7 +109,11 @@ func (r *Retries) After(v Verdict, safe func() bool, deadline time.Time) Action 
 		why := "cancelled"
 		if errors.Is(r.CtxErr, context.DeadlineExceeded) {
 			why = "no answer before the deadline"
-			if !r.MayHaveRun {
+			switch {
+			case r.MayHaveRun:
+			case v.Status != 0:
+				why = "the deadline passed after the server declined the request (HTTP " + strconv.Itoa(v.Status) + ")"
+			default:
 				why = "the deadline passed before the request was sent"
 			}
 		}

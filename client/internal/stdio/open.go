@@ -51,7 +51,7 @@ func (s *Supervisor) Open(ctx context.Context, member int, req *mcp.InitializeRe
 		return nil, err
 	}
 
-	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.filter, stdinWriter{p.stdin}, nil), p.filter, h.KeepSchemas}, h.Options...)
+	mc := mcpclient.NewClient(stdioTransport{transport.NewIO(p.filter, stdinWriter{p}, nil), p.filter, h.KeepSchemas}, h.Options...)
 	fail := func(err error) (*Session, error) {
 		_ = mc.Close()
 		p.Stop()

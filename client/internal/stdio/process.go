@@ -486,17 +486,27 @@ func (p *Process) Stop() { p.stop() }
 // wrote nothing is a *wire.UnwrittenError, which the policy knows did not
 // run (a request sent after the process died is NotSent, not
 // OutcomeUnknown).
-type stdinWriter struct{ f *os.File }
+type stdinWriter struct{ p *Process }
 
 func (w stdinWriter) Write(b []byte) (int, error) {
-	n, err := w.f.Write(b)
+	n, err := w.p.stdin.Write(b)
 	if err != nil && n == 0 {
 		err = &wire.UnwrittenError{Err: err}
 	}
 	return n, err
 }
 
-func (w stdinWriter) Close() error { return w.f.Close() }
+// Close is mcp-go's Close of the session, which the client calls only to
+// end the process (a session's close, a failed open), Stop following: it
+// is the start of the stop, and the exit it causes is no crash. A server
+// that exits at once on stdin's end (most do) would otherwise be reaped
+// before Stop says so, and its exit taken for a crash: a lost session, a
+// "server process exited" warning, ProcessExited{Stopped: false}, and,
+// at Close, an outage that opens the breaker after the client is closed.
+func (w stdinWriter) Close() error {
+	w.p.stopping.Store(true)
+	return w.p.stdin.Close()
+}
 
 // ExitError is the cause of the loss of a stdio server's session when its
 // process exited, and of calls that failed fast while it was

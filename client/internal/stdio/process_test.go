@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 )
@@ -83,5 +85,43 @@ func TestReadCappedLine(t *testing.T) {
 	}
 	if short, err := readCappedLine(r); err != nil || short != "short" {
 		t.Fatalf("next line: %q, %v", short, err)
+	}
+}
+
+// TestClosingStdinIsAStop: mcp-go's Close of a session closes the
+// process's stdin, and the client's Stop follows. A server that exits at
+// once on stdin's end may be reaped before Stop begins (the closing
+// goroutine descheduled, on a loaded machine): its exit is still a stop,
+// not a crash, and its session is not reported lost. Here Stop comes only
+// after the exit, so the test is red whenever the close alone does not
+// mark the stop.
+func TestClosingStdinIsAStop(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /bin/sh")
+	}
+	var skipped atomic.Uint64
+	stoppedAtExit := make(chan bool, 1)
+	p, err := Start(&Spec{Command: "/bin/sh", Args: []string{"-c", "cat >/dev/null"}, StopTimeout: time.Second},
+		1<<20, slog.New(slog.DiscardHandler), &skipped, func(p *Process) { stoppedAtExit <- p.Stopping() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	var lost atomic.Pointer[error]
+	if err := p.attach(func(err error) { lost.Store(&err) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := (stdinWriter{p}).Close(); err != nil { // as mcp-go's Close does
+		t.Fatal(err)
+	}
+	if !p.HasExited(10 * time.Second) {
+		t.Fatal("cat did not exit at stdin's end")
+	}
+	<-p.done // the loss, if any, is told before wait ends
+	if stopped := <-stoppedAtExit; !stopped {
+		t.Error("the exit caused by closing stdin was taken for a crash (Stopping false when it was reaped)")
+	}
+	if e := lost.Load(); e != nil {
+		t.Errorf("the session was reported lost at its close: %v", *e)
 	}
 }
