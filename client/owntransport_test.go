@@ -159,14 +159,14 @@ func TestOwnTransportKeptBeneathTLSConfigAndWrapper(t *testing.T) {
 				})
 			}
 			t.Run("renewal: an idle client keeps no connection", func(t *testing.T) {
-				// A probe gets 1s, not the default 10ms (half the
+				// generousProbeTimeout, not the default 10ms (half the
 				// interval): after each renewal a probe dials and
 				// handshakes TLS anew, which on a loaded machine took
 				// longer, and a failed probe replaces the session,
 				// cutting the call in flight on it (F5) with
 				// ErrOutcomeUnknown ("context canceled"): the test's
 				// own timing, not the renewal.
-				c, proxy, _, ctx := ownTransportRig(t, v, testserver.StatelessEra, true, WithKeepAlive(20*time.Millisecond), WithKeepAliveTimeout(time.Second))
+				c, proxy, _, ctx := ownTransportRig(t, v, testserver.StatelessEra, true, WithKeepAlive(20*time.Millisecond), generousProbeTimeout)
 				// Probes that succeeded: a failed one replaces the
 				// session, and the scenario is an idle client that keeps
 				// its session.
