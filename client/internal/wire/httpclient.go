@@ -6,6 +6,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -41,38 +42,70 @@ var sessionTickets = tls.NewLRUClientSessionCache(0)
 //
 // Shared, since it carries nothing of any one client: the TLS session
 // cache, so that a fleet of clients reconnecting after an outage resumes
-// TLS sessions instead of paying a full handshake each. Not shrunk: the
+// TLS sessions instead of paying a full handshake each; and, without a TLS
+// config of the caller's, the pattern each client's Transports are cloned
+// from, so that an idle client keeps no Transport (Renewable).
+// Not shrunk: the
 // connection buffers; 1 KiB ones made calls with 1-6 KB messages up to 10%
 // (writes) and 40% (reads) slower on loopback. A plain-http endpoint gets HTTP/1 only and no TLS
 // config: Go would not speak HTTP/2 to it anyway, and the two cost 2 KB per
 // Transport.
 func TunedClient(endpoint *url.URL, tlsConfig *tls.Config) (*http.Client, *Renewable) {
+	fresh := clonePlain
+	switch {
+	case endpoint.Scheme != "https":
+	case tlsConfig == nil:
+		fresh = cloneTLS
+	default:
+		// The caller's config, copied once: what an idle client keeps of
+		// its Transport.
+		cfg := tlsConfig.Clone()
+		if cfg.ClientSessionCache == nil {
+			cfg.ClientSessionCache = tls.NewLRUClientSessionCache(0)
+		}
+		fresh = func() *http.Transport { return tunedTransport(true, cfg) }
+	}
+	r := NewRenewable(fresh)
+	return &http.Client{Transport: r}, r
+}
+
+// plainPattern and tlsPattern are what the Transports of TunedClient are
+// cloned from, for a plain-http endpoint and for an https one without a TLS
+// config of the caller's: one each for every client of the process. No
+// request is sent on them.
+var (
+	plainPattern = sync.OnceValue(func() *http.Transport { return tunedTransport(false, nil) })
+	tlsPattern   = sync.OnceValue(func() *http.Transport { return tunedTransport(true, nil) })
+)
+
+func clonePlain() *http.Transport { return plainPattern().Clone() }
+func cloneTLS() *http.Transport   { return tlsPattern().Clone() }
+
+// tunedTransport is a Transport of TunedClient's: for an https endpoint,
+// with (a copy of) tlsConfig if not nil, or for a plain-http one.
+func tunedTransport(https bool, tlsConfig *tls.Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.IdleConnTimeout = 50 * time.Second
 	t.MaxIdleConnsPerHost = 64
 	t.MaxIdleConns = 256
 	t.DialContext = CheckedDial(t.DialContext)
-	if endpoint.Scheme == "https" {
+	if https {
 		// HTTP/2 is negotiated by ALPN where the server offers it:
 		// ForceAttemptHTTP2, copied from http.DefaultTransport, keeps it on
 		// beside a custom dialer and TLS config.
 		t.TLSClientConfig = &tls.Config{ClientSessionCache: sessionTickets}
 		if tlsConfig != nil {
 			t.TLSClientConfig = tlsConfig.Clone()
-			if t.TLSClientConfig.ClientSessionCache == nil {
-				t.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(0)
-			}
 		}
-	} else {
-		var http1 http.Protocols
-		http1.SetHTTP1(true)
-		t.Protocols = &http1
-		// Clone copied the TLS config that setting up HTTP/2 put on
-		// http.DefaultTransport: 480 bytes a client, for no TLS.
-		t.TLSClientConfig = nil
+		return t
 	}
-	r := NewRenewable(t)
-	return &http.Client{Transport: r}, r
+	var http1 http.Protocols
+	http1.SetHTTP1(true)
+	t.Protocols = &http1
+	// Clone copied the TLS config that setting up HTTP/2 put on
+	// http.DefaultTransport: 480 bytes a client, for no TLS.
+	t.TLSClientConfig = nil
+	return t
 }
 
 // SessionClient is the HTTP client of a new session: shared, the

@@ -11,17 +11,27 @@ import (
 // connections: not the idle connection (a socket, 8 KB of buffers, two
 // goroutines), and not the bookkeeping an http.Transport keeps for good once
 // it has dialled (its maps of waiting requests and of cancel functions,
-// about 1.5 KB). Renew drops both; the next request dials on the copy.
+// about 1.5 KB). Renew drops both; the next request dials on a copy.
+//
+// The copy is made by the request that needs it, not by Renew: an idle
+// client keeps no Transport at all, only the function that makes one,
+// which for TunedClient's clones a pattern shared by the clients of one
+// configuration (an unused Transport made at each renewal was 0.44 KB of
+// an idle client, BenchmarkIdleClients).
 //
 // A Renewable is safe for concurrent use.
 type Renewable struct {
 	// mu: RoundTrip holds it shared while it hands a request to cur, and
-	// Renew exclusively while it exchanges cur, so that no request starts
-	// on a Transport whose idle connections were closed (it would park its
-	// connection there, out of reach, until IdleConnTimeout). A leaf.
+	// exclusively to make cur; Renew holds it exclusively while it drops
+	// cur, so that no request starts on a Transport whose idle connections
+	// were closed (it would park its connection there, out of reach, until
+	// IdleConnTimeout). A leaf.
 	mu  sync.RWMutex
-	cur *http.Transport
-	h2c bool // cur speaks HTTP/2 over plain TCP too; set once, copied by Clone
+	cur *http.Transport // nil from Renew until a request needs one; guarded by mu
+	// fresh makes a Transport, with no connection and no bookkeeping yet.
+	// Set once.
+	fresh func() *http.Transport
+	h2c   bool // fresh's Transports speak HTTP/2 over plain TCP too; set once
 	// markReached: a layer of the user's is above; tell each request's
 	// exchange that net/http got it (MarkReached). Set before the first
 	// request.
@@ -34,8 +44,12 @@ type Renewable struct {
 // user's cannot know it (Record.Traced). Called before r's first request.
 func (r *Renewable) MarkReached() { r.markReached = true }
 
-// NewRenewable returns a Renewable that starts with t.
-func NewRenewable(t *http.Transport) *Renewable { return &Renewable{cur: t, h2c: speaksH2C(t)} }
+// NewRenewable returns a Renewable whose Transports fresh makes: the
+// first at once, each next one for the first request after a Renew.
+func NewRenewable(fresh func() *http.Transport) *Renewable {
+	t := fresh()
+	return &Renewable{cur: t, fresh: fresh, h2c: speaksH2C(t)}
+}
 
 // RoundTrip sends req on the current Transport. Only until the response's
 // headers: its body is read on the connection it came on, whatever Renew
@@ -51,8 +65,33 @@ func (r *Renewable) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	r.mu.RLock()
+	// Made here, under the exclusive hold, unless a Renew drops it again
+	// before the shared hold is back: a Renew comes after a probe that
+	// found no call in flight, seldom twice within one request's start.
+	for r.cur == nil {
+		r.mu.RUnlock()
+		r.make()
+		r.mu.RLock()
+	}
 	defer r.mu.RUnlock()
 	return r.cur.RoundTrip(req)
+}
+
+// make returns the current Transport, making it if there is none. It
+// waits for the exclusive hold only to make one.
+func (r *Renewable) make() *http.Transport {
+	r.mu.RLock()
+	cur := r.cur
+	r.mu.RUnlock()
+	if cur != nil {
+		return cur
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		r.cur = r.fresh()
+	}
+	return r.cur
 }
 
 // CloseIdleConnections closes the current Transport's idle connections.
@@ -60,21 +99,26 @@ func (r *Renewable) CloseIdleConnections() {
 	r.mu.RLock()
 	cur := r.cur
 	r.mu.RUnlock()
-	cur.CloseIdleConnections()
+	if cur != nil {
+		cur.CloseIdleConnections()
+	}
 }
 
-// Renew exchanges the Transport for a fresh clone and closes the old one's
-// idle connections; those still in use close when their response ends. It
-// does nothing, and reports false, while a request is being handed to the
-// Transport: a client renews when it is idle, and one that is not has
-// nothing to gain.
+// Renew drops the Transport and closes its idle connections; those still
+// in use close when their response ends. The next request is sent on a
+// fresh Transport. It does nothing, and reports false, while a
+// request is being handed to the Transport: a client renews when it is
+// idle, and one that is not has nothing to gain.
 func (r *Renewable) Renew() bool {
 	if !r.mu.TryLock() {
 		return false
 	}
 	old := r.cur
-	r.cur = old.Clone()
+	r.cur = nil
 	r.mu.Unlock()
+	if old == nil {
+		return true // no request since the last Renew: nothing to drop
+	}
 	old.CloseIdleConnections()
 	// An HTTP/1 connection still in use is closed when its response ends,
 	// since the old Transport was told to close idle ones; an HTTP/2
@@ -98,9 +142,6 @@ func (r *Renewable) Renew() bool {
 // at Renew end within microseconds of it.
 const retireAfter = 100 * time.Millisecond
 
-// Transport is the current Transport.
-func (r *Renewable) Transport() *http.Transport {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.cur
-}
+// Transport is the current Transport, made if there is none, as a request
+// would.
+func (r *Renewable) Transport() *http.Transport { return r.make() }

@@ -29,7 +29,7 @@ func TestRenewable(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	r := NewRenewable(&http.Transport{})
+	r := NewRenewable(func() *http.Transport { return &http.Transport{} })
 	defer r.CloseIdleConnections()
 	c := &http.Client{Transport: r}
 	get := func(path string) error {
@@ -66,5 +66,53 @@ func TestRenewable(t *testing.T) {
 	}
 	if got := conns.Load(); got != 2 {
 		t.Fatalf("%d connections after renewing, want a second: the request went on the old one", got)
+	}
+}
+
+// A renewed Renewable holds no Transport until a request needs one: an
+// idle client keeps none (BenchmarkIdleClients). The request that needs
+// one makes it, once.
+func TestRenewableMakesTheNextTransportWhenARequestNeedsIt(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	var made atomic.Int32
+	r := NewRenewable(func() *http.Transport {
+		made.Add(1)
+		return &http.Transport{}
+	})
+	defer r.CloseIdleConnections()
+	c := &http.Client{Transport: r}
+	get := func() {
+		t.Helper()
+		resp, err := c.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+
+	get()
+	for range 2 {
+		if !r.Renew() {
+			t.Fatal("not renewed with no request under way")
+		}
+	}
+	r.CloseIdleConnections() // nothing to close
+	if got := made.Load(); got != 1 {
+		t.Fatalf("%d Transports made by the first request and two renewals, want 1", got)
+	}
+	r.mu.RLock()
+	held := r.cur
+	r.mu.RUnlock()
+	if held != nil {
+		t.Fatal("a renewed Renewable holds a Transport before any request needs it")
+	}
+	get()
+	get()
+	if got := made.Load(); got != 2 {
+		t.Fatalf("%d Transports made, want a second for the requests after renewing", got)
 	}
 }
