@@ -474,3 +474,47 @@ func TestOnDialErrorIsToldBeforeAWaiterSeesTheFailure(t *testing.T) {
 		}
 	})
 }
+
+// A member in service keeps nothing of its dial loop: the context its dial
+// ran under ends with the loop, so that what the dial derived from it (a
+// timeout) leaves nothing behind in a context that lives on (an idle
+// client's pool, BenchmarkIdleClients). A dial waiting out its backoff still
+// ends at Close.
+func TestDialContextEndsWithTheDialLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dialed []context.Context
+		d := &dialer{errs: []error{errors.New("refused")}}
+		p := newPool(1, d, func(c *Config[*conn]) {
+			c.Dial = func(ctx context.Context, member int, prev *conn, cause error) (*conn, error) {
+				dialed = append(dialed, ctx) // one dial loop at a time: no race
+				return d.dial(ctx, member, prev, cause)
+			}
+		})
+		defer p.Close()
+		l, err := p.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		synctest.Wait()
+		if len(dialed) != 2 {
+			t.Fatalf("%d dials, want a refused one and the one in service", len(dialed))
+		}
+		if dialed[1].Err() == nil {
+			t.Error("the context of the dial loop outlives it, though its member is in service")
+		}
+
+		p.DiscardValue(l.Value(), errors.New("lost"))
+		d.mu.Lock()
+		d.errs = []error{errors.New("refused")}
+		d.mu.Unlock()
+		synctest.Wait() // the next dial is refused: waiting out its backoff
+		if len(dialed) != 3 || dialed[2].Err() != nil {
+			t.Fatalf("%d dials; the third's context ended (%v) before Close", len(dialed), dialed[len(dialed)-1].Err())
+		}
+		p.Close()
+		if dialed[2].Err() == nil {
+			t.Error("Close left the context of a dial loop waiting out its backoff")
+		}
+	})
+}
