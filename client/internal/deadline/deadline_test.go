@@ -64,3 +64,41 @@ func TestSharedDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// Once its contexts have ended, a Shared holds none of them, nor its
+// shards: a client that made calls with a bare context and went idle keeps
+// nothing of them (BenchmarkIdleClients). The next call makes them again.
+func TestSharedDeadlinesLetGoOnceEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(160 * time.Second)
+		a, b := d.getOf(0), d.getOf(3)
+		time.Sleep(100 * time.Second)
+		c := d.getOf(3) // another slice: shard 3's context is replaced
+		if c == b {
+			t.Fatal("a call 100s later shares a deadline that is less than the timeout away")
+		}
+		bd, _ := b.Deadline()
+		time.Sleep(time.Until(bd))
+		synctest.Wait()
+		if a.Err() == nil || b.Err() == nil {
+			t.Fatal("the first contexts did not end at their deadline")
+		}
+		if d.shards.Load() == nil {
+			t.Fatal("the shards were let go of while a context was current")
+		}
+		cd, _ := c.Deadline()
+		time.Sleep(time.Until(cd))
+		synctest.Wait()
+		if shards := d.shards.Load(); shards != nil {
+			t.Fatal("every context ended, and the shards are still held")
+		}
+		if e := d.getOf(3); e.Err() != nil {
+			t.Fatalf("the next call's context says %v", e.Err())
+		}
+		d.Close()
+		synctest.Wait()
+		if d.shards.Load() != nil {
+			t.Fatal("after Close, the ended contexts and the shards are still held")
+		}
+	})
+}
