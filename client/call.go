@@ -215,7 +215,7 @@ func (r *callRun) acquire(ctx context.Context) (*session, error) {
 	}
 	s := r.st.lease.Value()
 	doubted := tries.Doubts(s.opened)
-	if err := c.sess.probeBeforeUse(ctx, s, doubted); err != nil {
+	if err := r.probeBeforeUse(ctx, s, doubted); err != nil {
 		r.st.lease.Release()
 		return nil, r.probeFailed(ctx, s, err)
 	}
@@ -224,6 +224,31 @@ func (r *callRun) acquire(ctx context.Context) (*session, error) {
 	}
 	tries.Revalidate = false
 	return s, nil
+}
+
+// probeBeforeUse probes s before the attempt is sent on it if s has not
+// been heard from within the keepalive interval: the process may have been
+// frozen, or the keepalive prober (health.go) could not run, while a
+// middlebox dropped the connection or the session expired. force probes it
+// regardless: the call's last attempt broke in a way that leaves the
+// server's health in doubt. Probes are shared by every caller that asks
+// while one is under way.
+func (r *callRun) probeBeforeUse(ctx context.Context, s *session, force bool) error {
+	if !force && s.health().IdleFor() < r.c.opts.idleBeforeProbe() {
+		return nil
+	}
+	return s.health().Check(ctx)
+}
+
+// idleBeforeProbe is how long a session may go unheard from before a call
+// probes it first. It is the keepalive interval; with keepalive off, the
+// default interval, so that an idle session is still checked before use
+// while steady traffic never pays a round trip for it.
+func (o *options) idleBeforeProbe() time.Duration {
+	if o.keepAlive > 0 {
+		return o.keepAlive
+	}
+	return defaultKeepAlive
 }
 
 // send makes one attempt on s, leased by acquire, and releases it. An
@@ -458,6 +483,27 @@ func (r *retries) closed(cause error) error {
 		e.kind = ErrOutcomeUnknown
 	}
 	return e
+}
+
+// governs reports how a call with options o, of a client whose
+// ProgressTimeout is idle, is followed by its progress: the idle timeout
+// that governs it (0: none) and the OnProgress to tell; ok is false when
+// it is neither governed nor followed: bound's first half, for a call and
+// a task call alike; bound sets up what it decides. The client's side of
+// progress (the registry, notifications/cancelled) is
+// client/internal/notify's.
+func governs(idle time.Duration, o *callOptions) (_ time.Duration, onProgress func(mcp.ProgressNotification), ok bool) {
+	if o != nil {
+		if o.ofTask {
+			// The task call governs its requests as a whole.
+			return 0, nil, false
+		}
+		if o.progressTimeout > 0 {
+			idle = o.progressTimeout
+		}
+		onProgress = o.onProgress
+	}
+	return idle, onProgress, idle > 0 || onProgress != nil
 }
 
 // bound sets up a call's deadline and its progress, for a call (long

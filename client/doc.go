@@ -26,12 +26,14 @@
 //	acquire → probe before use → send → Classify → After
 //
 //	call              call.go (call, do): the books of every call
-//	callRun           call.go (startRun, run); bound: its deadline and progress
+//	callRun           call.go (startRun, run); governs and bound: its deadline
+//	                  and progress, for a call and a task call alike
 //	                  (the deadlines calls with a bare context share:
 //	                  client/internal/deadline)
 //	acquire           call.go (callRun.acquire) asks the sessions (session.go):
 //	                  the breaker first (client/internal/breaker, breaker.go), then their pool
-//	probe before use  health.go (sessions.probeBeforeUse), beside the keepalive prober
+//	probe before use  call.go (callRun.probeBeforeUse); the keepalive prober
+//	                  beside which it runs is health.go
 //	send              call.go (callRun.send), with mcp-go's methods from methods.go;
 //	                  a plain tools/call written and read by client/internal/hotpath
 //	                  (methods.go's callToolHot; hotpath.go makes it for a session)
@@ -41,8 +43,10 @@
 //	                  path's RoundTrippers in order (tracker and guard, token,
 //	                  credentials, observers, resend, transport)
 //
-// CallTool decides plain or task once, before the call (tasks.Calls.Form
-// in client/internal/tasks, policy.CallAs).
+// CallTool decides plain or task once, before the call, by the policy
+// (policy.CallAs); it asks client/internal/tasks only for a task, or to
+// list the tools first when the policy cannot decide without them
+// (tasks.Calls.FormOnceListed).
 //
 // And around it:
 //

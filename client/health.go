@@ -3,23 +3,11 @@ package client
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/resilientmcp/resilientmcp/client/internal/policy"
 	"github.com/resilientmcp/resilientmcp/client/internal/wire"
 	"github.com/resilientmcp/resilientmcp/health"
 )
-
-// idleBeforeProbe is how long a session may go unheard from before a call
-// probes it first. It is the keepalive interval; with keepalive off, the
-// default interval, so that an idle session is still checked before use
-// while steady traffic never pays a round trip for it.
-func (o *options) idleBeforeProbe() time.Duration {
-	if o.keepAlive > 0 {
-		return o.keepAlive
-	}
-	return defaultKeepAlive
-}
 
 // probeError carries a failed probe's classification to whoever acts on it.
 type probeError struct {
@@ -116,19 +104,6 @@ func (ss *sessions) replace(s *session, err error) {
 		ss.c.log.Info("replacing session", "member", s.member, "cause", err)
 	}
 	ss.noteOutcome(v)
-}
-
-// probeBeforeUse probes s before a call is sent on it if s has not been
-// heard from within the keepalive interval: the process may have been
-// frozen, or the keepalive prober could not run, while a middlebox dropped
-// the connection or the session expired. force probes it regardless: the call's last
-// attempt broke in a way that leaves the server's health in doubt. Probes
-// are shared by every caller that asks while one is under way.
-func (ss *sessions) probeBeforeUse(ctx context.Context, s *session, force bool) error {
-	if !force && s.health().IdleFor() < ss.c.opts.idleBeforeProbe() {
-		return nil
-	}
-	return s.health().Check(ctx)
 }
 
 // setDegraded records whether a session is failing probes.

@@ -237,8 +237,16 @@ func (c *ResilientClient) ListTools(ctx context.Context, req mcp.ListToolsReques
 // AsTask or WithTaskCalls, is called as a task: see AsTask.
 func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
-	// Plain or task, decided once, before the call (policy.CallAs).
-	form := c.tasks.Form(ctx, name)
+	// Plain or task, decided once, before the call, by the policy. The
+	// task room is asked only when the policy cannot decide without the
+	// tools' listing, or decides for a task.
+	o := callOptionsOf(ctx)
+	asked := c.opts.taskCalls || o != nil && o.asTask
+	support, listed := c.listings.TaskSupport(name)
+	form := policy.CallAs(support, listed, asked)
+	if form == policy.LearnFirst {
+		form = c.tasks.FormOnceListed(ctx, name, asked)
+	}
 	// One call, as the observers and Stats see it, whichever form it ends
 	// in: a plain tools/call the server refused for want of a task is
 	// followed by the task, within the same books.
@@ -268,18 +276,6 @@ func (c *ResilientClient) CallTool(ctx context.Context, req mcp.CallToolRequest)
 		return err
 	})
 	return res, err
-}
-
-// AsTask and ToolSupport are what tasks.Calls.Form asks of the client on
-// every tools/call, plain or task (taskcall.go has the rest of taskHost):
-// here, beside CallTool, so that a plain call runs no code of taskcall.go.
-func (h *taskHost) AsTask(ctx context.Context) bool {
-	o := callOptionsOf(ctx)
-	return h.opts.taskCalls || o != nil && o.asTask
-}
-
-func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
-	return h.listings.TaskSupport(name)
 }
 
 // callToolHot makes one attempt of req on s as the hot path writes it;

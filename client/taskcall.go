@@ -75,8 +75,7 @@ func taskOptions(ctx context.Context, creating bool) context.Context {
 }
 
 // taskHost is the client as the task room sees it (tasks.Host): the same
-// struct, so that handing it over allocates nothing. What every tools/call
-// asks of it (AsTask, ToolSupport) is in methods.go, beside CallTool.
+// struct, so that handing it over allocates nothing.
 type taskHost ResilientClient
 
 var _ tasks.Host = (*taskHost)(nil)
@@ -84,6 +83,10 @@ var _ tasks.Host = (*taskHost)(nil)
 func (h *taskHost) client() *ResilientClient { return (*ResilientClient)(h) }
 
 func (h *taskHost) LearnTools(ctx context.Context) error { return h.listings.LearnTools(ctx) }
+
+func (h *taskHost) ToolSupport(name string) (mcp.TaskSupport, bool) {
+	return h.listings.TaskSupport(name)
+}
 
 func (h *taskHost) Bound(ctx context.Context) (context.Context, *progressCall, func(), error) {
 	c := h.client()

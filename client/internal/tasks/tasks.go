@@ -28,9 +28,6 @@ import (
 // Host is what the room needs of the client. Its methods are safe for
 // concurrent use.
 type Host interface {
-	// AsTask reports whether the caller asked for tool calls as tasks
-	// (WithTaskCalls, or AsTask in ctx's call options).
-	AsTask(ctx context.Context) bool
 	// ToolSupport is the listed tool's taskSupport, and whether the client
 	// has a listing of the tools at all.
 	ToolSupport(name string) (mcp.TaskSupport, bool)
@@ -97,21 +94,17 @@ func (k *Calls) store() store.TaskStore {
 	return &k.mem
 }
 
-// Form is how a tools/call goes (policy.CallAs), decided before it is
-// sent: listing the tools first if the policy asks, and if they cannot be
-// listed, plainly, a task if the server refuses it for want of one.
-func (k *Calls) Form(ctx context.Context, name string) policy.TaskCall {
-	asked := k.host.AsTask(ctx)
-	support, listed := k.host.ToolSupport(name)
-	form := policy.CallAs(support, listed, asked)
-	if form != policy.LearnFirst {
-		return form
-	}
+// FormOnceListed is how a tools/call goes that policy.CallAs, asked by the
+// client before the call, cannot place without a listing of the tools
+// (policy.LearnFirst): the tools are listed and the policy asked again;
+// if they cannot be listed, plainly, a task if the server refuses it for
+// want of one. asked: the caller asked for the call as a task.
+func (k *Calls) FormOnceListed(ctx context.Context, name string, asked bool) policy.TaskCall {
 	if err := k.host.LearnTools(ctx); err != nil {
 		k.host.Log().Warn("could not list the tools to call one as a task; calling it plainly", "tool", name, "err", wire.Describe(err))
 		return policy.PlainThenTask
 	}
-	support, listed = k.host.ToolSupport(name)
+	support, listed := k.host.ToolSupport(name)
 	return policy.CallAs(support, listed, asked)
 }
 
