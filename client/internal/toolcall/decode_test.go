@@ -264,14 +264,3 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 	})
 }
-
-func TestAppendRequest(t *testing.T) {
-	params := []byte(`{"name":"echo","arguments":{"text":"x"}}`)
-	want, err := json.Marshal(transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(1 << 40)), Method: string(mcp.MethodToolsCall), Params: json.RawMessage(params)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := AppendRequest(nil, 1<<40, params); string(got) != string(want) {
-		t.Errorf("%s, want %s", got, want)
-	}
-}

@@ -3,6 +3,7 @@ package toolcall
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 )
@@ -97,4 +98,15 @@ func (b *Buffer) writeString(s string) error {
 	b.WriteString(s)
 	b.WriteByte('"')
 	return nil
+}
+
+// AppendRequest appends the JSON-RPC request of a tools/call with id and
+// params (WriteParams's) to dst, byte for byte as mcp-go's transport
+// marshals it: {"jsonrpc":"2.0","id":id,"method":"tools/call","params":...}.
+func AppendRequest(dst []byte, id int64, params []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = strconv.AppendInt(dst, id, 10)
+	dst = append(dst, `,"method":"tools/call","params":`...)
+	dst = append(dst, params...)
+	return append(dst, '}')
 }

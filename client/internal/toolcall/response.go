@@ -2,21 +2,9 @@ package toolcall
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
-
-// AppendRequest appends the JSON-RPC request of a tools/call with id and
-// params (WriteParams's) to dst, byte for byte as mcp-go's transport
-// marshals it: {"jsonrpc":"2.0","id":id,"method":"tools/call","params":...}.
-func AppendRequest(dst []byte, id int64, params []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = strconv.AppendInt(dst, id, 10)
-	dst = append(dst, `,"method":"tools/call","params":`...)
-	dst = append(dst, params...)
-	return append(dst, '}')
-}
 
 // The keys of a JSON-RPC response mcp-go reads.
 const (
