@@ -251,6 +251,7 @@ func (hp *Writer) Call(ctx context.Context, s *Session, req *mcp.CallToolRequest
 		return nil, false, nil
 	}
 	httpReq.Header = header
+	ex.Expect(id) // the guard checks the answer against it, without reading the body
 	resp, err := hp.hc.Do(httpReq)
 	if err == nil && resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == "application/json" {
 		var res *mcp.CallToolResult

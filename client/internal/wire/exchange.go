@@ -44,6 +44,10 @@ type Exchange struct {
 	refused error   // the first answer it refused, and why
 	lastID  idToken // the id of the last request posted, for a stream resumed by GET
 	hasID   bool
+	// told, if hasTold, is the id of the next request posted, told by its
+	// writer (Expect), so that the guard need not read it from the body.
+	told    idToken
+	hasTold bool
 
 	// Of the last request posted and the GETs that resume its stream
 	// (F28): streamed, the server accepted it and began its answer as an
@@ -270,7 +274,7 @@ func (ex *Exchange) ClearPreanswer() {
 func (ex *Exchange) Reset() {
 	ex.mu.Lock()
 	ex.rec, ex.dialErr = Record{}, nil
-	ex.refused, ex.hasID = nil, false
+	ex.refused, ex.hasID, ex.hasTold = nil, false, false
 	ex.streamed, ex.cut, ex.accepted = false, false, false
 	ex.mu.Unlock()
 }
@@ -303,6 +307,19 @@ func (ex *Exchange) Refusal() error {
 func (ex *Exchange) setLastRequestID(id idToken) {
 	ex.mu.Lock()
 	ex.lastID, ex.hasID, ex.refused = id, true, nil
+	ex.mu.Unlock()
+}
+
+// Expect tells ex the id of the next request posted under it, from the
+// caller that wrote the request with that id (the hot path,
+// client/internal/hotpath): the guard checks the answer against it
+// without reading the request's body. The next POST takes it, even one
+// answered without being sent (Preanswer); Reset forgets it.
+func (ex *Exchange) Expect(id int64) {
+	var t idToken
+	t.n = uint8(len(strconv.AppendInt(t.b[:0], id, 10)))
+	ex.mu.Lock()
+	ex.told, ex.hasTold = t, true
 	ex.mu.Unlock()
 }
 
@@ -397,7 +414,7 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	if ex == nil {
-		resp, _, err := t.guarded(req, nil)
+		resp, _, err := t.guarded(req, nil, nil)
 		if w, ok := req.Context().Value(streamKey{}).(StreamWatcher); ok && err == nil && req.Method == http.MethodGet {
 			w.Answered(resp.StatusCode)
 		}
@@ -407,6 +424,11 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = ex.rewrite.RewriteRequest(req)
 	}
 	ex.mu.Lock()
+	var told *idToken // the request's id, as its writer told it (Expect)
+	if req.Method == http.MethodPost && ex.hasTold {
+		t := ex.told
+		told, ex.hasTold = &t, false
+	}
 	if ex.pre && req.Method == http.MethodPost {
 		// Answered already (Preanswer): the request went out once.
 		resp, err := ex.preResp, ex.preErr
@@ -437,7 +459,7 @@ func (t *Tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, dialErr
 	}
-	resp, sse, err := t.guarded(req, ex)
+	resp, sse, err := t.guarded(req, ex, told)
 	if err != nil {
 		ex.mu.Lock()
 		if IsDialError(err) {
@@ -506,14 +528,15 @@ func readErrorHead(resp *http.Response) errorHead {
 }
 
 // guarded sends req with a guard (guard.go) on its answer, and reports
-// whether the answer is an event stream.
-func (t *Tracker) guarded(req *http.Request, ex *Exchange) (*http.Response, bool, error) {
+// whether the answer is an event stream. told is req's id as its writer
+// told it (Expect); nil: the guard reads it from the body.
+func (t *Tracker) guarded(req *http.Request, ex *Exchange, told *idToken) (*http.Response, bool, error) {
 	g := ex.newGuard()
 	g.t, g.ex, g.limit = t, ex, t.Limit
 	if g.limit <= 0 {
 		g.limit = DefaultMaxResponseBytes
 	}
-	g.expect(req)
+	g.expect(req, told)
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		return nil, false, err

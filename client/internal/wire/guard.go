@@ -437,8 +437,9 @@ type guard struct {
 	peek [96]byte // the first bytes of the request's body
 }
 
-// expect learns the id of the answer req expects, if any.
-func (g *guard) expect(req *http.Request) {
+// expect learns the id of the answer req expects, if any: told, if its
+// writer told it (Exchange.Expect), else from the start of its body.
+func (g *guard) expect(req *http.Request, told *idToken) {
 	switch req.Method {
 	case http.MethodPost:
 	case http.MethodGet:
@@ -450,6 +451,13 @@ func (g *guard) expect(req *http.Request) {
 		}
 		return
 	default:
+		return
+	}
+	if told != nil {
+		g.want, g.check = *told, true
+		if g.ex != nil {
+			g.ex.setLastRequestID(*told)
+		}
 		return
 	}
 	if id, ok := requestID(g.peek[:peekBody(req, g.peek[:])]); ok {

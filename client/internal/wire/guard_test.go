@@ -383,3 +383,60 @@ func mcpgoSSE(r io.Reader, limit int) sseRun {
 		}
 	}
 }
+
+// A request whose writer told the exchange its id (Expect, the hot path's
+// way) has its answer checked against that id, not against one read from
+// its body; the next POST takes the told id, even one answered without
+// being sent (Preanswer), and the POSTs after it are read again.
+func TestGuardChecksAgainstTheIDItWasTold(t *testing.T) {
+	told := strings.Replace(callBody, `"id":12`, `"id":99`, 1) // the body disagrees: the told id wins
+	for _, tc := range []struct {
+		name, answer string
+		refused      bool
+	}{
+		{"the told id", `{"jsonrpc":"2.0","id":12,"result":{}}`, false},
+		{"the body's id", `{"jsonrpc":"2.0","id":99,"result":{}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := NewExchange()
+			ex.Expect(12)
+			a := &answering{contentType: "application/json", body: []byte(tc.answer)}
+			resp, err := post(t, &Tracker{next: a}, ex.Bind(context.Background()), told)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if refused := errors.As(err, new(*WrongAnswerError)); refused != tc.refused {
+				t.Fatalf("refused %v, want %v: %v", refused, tc.refused, err)
+			}
+			if id, ok := ex.RequestID(); !ok || string(id) != "12" {
+				t.Errorf("the exchange's request id is %s, %v; want 12", id, ok)
+			}
+			if string(a.sent[0]) != told {
+				t.Errorf("sent %q, want %q", a.sent[0], told)
+			}
+		})
+	}
+	t.Run("taken once", func(t *testing.T) {
+		ex := NewExchange()
+		ctx := ex.Bind(context.Background())
+		ex.Expect(12)
+		ex.Preanswer(&http.Response{StatusCode: http.StatusAccepted, Body: http.NoBody}, nil)
+		if _, err := post(t, &Tracker{next: &answering{}}, ctx, callBody); err != nil {
+			t.Fatal(err)
+		}
+		// The preanswered request took the told id: this one's is read
+		// from its body.
+		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":99,"result":{}}`)}
+		resp, err := post(t, &Tracker{next: a}, ctx, told)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Errorf("the answer to the request read from its body was refused: %v", err)
+		}
+	})
+}
