@@ -439,4 +439,40 @@ func TestGuardChecksAgainstTheIDItWasTold(t *testing.T) {
 			t.Errorf("the answer to the request read from its body was refused: %v", err)
 		}
 	})
+	t.Run("forgotten by Reset", func(t *testing.T) {
+		// An id told in an attempt whose request never reached the
+		// tracker must not be taken for the next attempt's, which mcp-go
+		// may write.
+		ex := NewExchange()
+		ctx := ex.Bind(context.Background())
+		ex.Expect(12)
+		ex.Reset()
+		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":99,"result":{}}`)}
+		resp, err := post(t, &Tracker{next: a}, ctx, told)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Errorf("an id told before Reset was checked after it: %v", err)
+		}
+	})
+	t.Run("a body the guard cannot read", func(t *testing.T) {
+		// Neither in memory nor with GetBody: only the told id can say
+		// which answer is this request's.
+		ex := NewExchange()
+		ex.Expect(12)
+		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":13,"result":{}}`)}
+		req, _ := http.NewRequestWithContext(ex.Bind(context.Background()), http.MethodPost, "http://127.0.0.1:1/mcp", io.MultiReader(strings.NewReader(callBody)))
+		resp, err := (&Tracker{next: a}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !errors.As(err, new(*WrongAnswerError)) {
+			t.Errorf("told 12, an answer with 13 was read: %v", err)
+		}
+	})
 }
