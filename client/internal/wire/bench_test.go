@@ -112,3 +112,35 @@ func benchGuard(b *testing.B, kind string, body []byte, contentType string, sse 
 		})
 	}
 }
+
+// BenchmarkGuardLearnsTheID is what the guard spends learning the id of
+// a request on its way out: read from its body (mcp-go's requests), or
+// told (Exchange.Expect, the hot path's tools/call), the tracker's taking
+// of it included.
+//
+//	go test -run '^$' -bench BenchmarkGuardLearnsTheID -benchmem ./client/internal/wire
+func BenchmarkGuardLearnsTheID(b *testing.B) {
+	ex := NewExchange()
+	req, _ := http.NewRequestWithContext(ex.Bind(context.Background()), http.MethodPost, "http://127.0.0.1:1/mcp", bytes.NewReader([]byte(callBody)))
+	for _, told := range []bool{false, true} {
+		b.Run(map[bool]string{false: "id=read", true: "id=told"}[told], func(b *testing.B) {
+			g := new(guard)
+			b.ReportAllocs()
+			for b.Loop() {
+				var id *idToken
+				if told {
+					ex.Expect(12)
+					ex.mu.Lock() // as the tracker takes it
+					t := ex.told
+					id, ex.hasTold = &t, false
+					ex.mu.Unlock()
+				}
+				*g = guard{ex: ex}
+				g.expect(req, id)
+				if !g.check || string(g.want.bytes()) != "12" {
+					b.Fatalf("learnt %q", g.want.bytes())
+				}
+			}
+		})
+	}
+}
