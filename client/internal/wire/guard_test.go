@@ -418,6 +418,19 @@ func TestGuardChecksAgainstTheIDItWasTold(t *testing.T) {
 			}
 		})
 	}
+	// readAnswer posts body under ctx to a server that answers with
+	// answer, and returns what reading the answer met.
+	readAnswer := func(t *testing.T, ctx context.Context, body io.Reader, answer string) error {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/mcp", body)
+		resp, err := (&Tracker{next: &answering{contentType: "application/json", body: []byte(answer)}}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		return err
+	}
 	t.Run("taken once", func(t *testing.T) {
 		ex := NewExchange()
 		ctx := ex.Bind(context.Background())
@@ -428,14 +441,7 @@ func TestGuardChecksAgainstTheIDItWasTold(t *testing.T) {
 		}
 		// The preanswered request took the told id: this one's is read
 		// from its body.
-		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":99,"result":{}}`)}
-		resp, err := post(t, &Tracker{next: a}, ctx, told)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
+		if err := readAnswer(t, ctx, strings.NewReader(told), `{"jsonrpc":"2.0","id":99,"result":{}}`); err != nil {
 			t.Errorf("the answer to the request read from its body was refused: %v", err)
 		}
 	})
@@ -444,17 +450,9 @@ func TestGuardChecksAgainstTheIDItWasTold(t *testing.T) {
 		// tracker must not be taken for the next attempt's, which mcp-go
 		// may write.
 		ex := NewExchange()
-		ctx := ex.Bind(context.Background())
 		ex.Expect(12)
 		ex.Reset()
-		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":99,"result":{}}`)}
-		resp, err := post(t, &Tracker{next: a}, ctx, told)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
+		if err := readAnswer(t, ex.Bind(context.Background()), strings.NewReader(told), `{"jsonrpc":"2.0","id":99,"result":{}}`); err != nil {
 			t.Errorf("an id told before Reset was checked after it: %v", err)
 		}
 	})
@@ -463,15 +461,8 @@ func TestGuardChecksAgainstTheIDItWasTold(t *testing.T) {
 		// which answer is this request's.
 		ex := NewExchange()
 		ex.Expect(12)
-		a := &answering{contentType: "application/json", body: []byte(`{"jsonrpc":"2.0","id":13,"result":{}}`)}
-		req, _ := http.NewRequestWithContext(ex.Bind(context.Background()), http.MethodPost, "http://127.0.0.1:1/mcp", io.MultiReader(strings.NewReader(callBody)))
-		resp, err := (&Tracker{next: a}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !errors.As(err, new(*WrongAnswerError)) {
+		body := io.MultiReader(strings.NewReader(callBody))
+		if err := readAnswer(t, ex.Bind(context.Background()), body, `{"jsonrpc":"2.0","id":13,"result":{}}`); !errors.As(err, new(*WrongAnswerError)) {
 			t.Errorf("told 12, an answer with 13 was read: %v", err)
 		}
 	})
