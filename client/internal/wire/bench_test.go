@@ -131,9 +131,9 @@ func BenchmarkGuardLearnsTheID(b *testing.B) {
 				if told {
 					ex.Expect(12)
 					ex.mu.Lock() // as the tracker takes it
-					t := ex.told
-					id, ex.hasTold = &t, false
+					t := ex.takeTold()
 					ex.mu.Unlock()
+					id = &t
 				}
 				*g = guard{ex: ex}
 				g.expect(req, id)

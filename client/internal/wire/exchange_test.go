@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 type scripted []func() (*http.Response, error)
@@ -64,5 +65,20 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := ParseRetryAfter(in, now); got != want {
 			t.Errorf("ParseRetryAfter(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestExchangeSize: every call allocates its Exchange inside its
+// callState (client/call.go), with a pool.Lease of 40 bytes; with the
+// allocator's 8-byte header on an object this large, the two must fit the
+// 896-byte size class, past which every call allocates 128 bytes more
+// (BenchmarkClientCPU's B/call). A field added here may need room made.
+func TestExchangeSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the sizes are a 64-bit platform's")
+	}
+	const sizeClass, header, lease = 896, 8, 40
+	if n := unsafe.Sizeof(Exchange{}); n+lease+header > sizeClass {
+		t.Errorf("an Exchange is %d bytes: with a lease (%d) and the allocator's header (%d), a call's state is past the %d-byte size class", n, lease, header, sizeClass)
 	}
 }
