@@ -79,8 +79,9 @@
 //	                made a task, and the ids of tasks not yet delivered, are
 //	                client/internal/tasks, which taskcall.go serves (taskHost);
 //	                the stores' types and file stores are client/store
-//	progress.go     which calls progress governs; a call's progress itself
-//	                is client/internal/progress
+//	progress.go     ProgressTimeoutError; which calls progress governs is
+//	                call.go's governs, a call's progress itself
+//	                client/internal/progress
 //	messages.go     the server's messages outside calls, whose room is
 //	                client/internal/notify: the notifications and their
 //	                handlers, the event stream and subscriptions/listen
